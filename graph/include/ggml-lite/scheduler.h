@@ -1,0 +1,57 @@
+// scheduler.h - assigns graph nodes to backends and cuts splits.
+//
+//   gl::Scheduler sched({cuda.get(), cpu.get()});   // priority order, CPU last
+//   const gl::SchedulePlan& plan = sched.schedule(graph);   // cached by fingerprint
+//   for (const gl::Split& s : plan.splits) s.backend->compute(s.nodes);
+//
+// Placement passes, in order:
+//   1. a node whose weights live in a backend's buffer goes to that backend;
+//   2. other nodes go to the first backend that supports them, preferring the
+//      backend of their first source;
+//   3. a node no backend with priority supports falls back to the last backend.
+// Consecutive nodes on one backend form a split. Copies between backends are
+// listed per split (the sources that live elsewhere).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "ggml-lite/backend.h"
+#include "ggml-lite/graph.h"
+
+namespace gl {
+
+struct Split {
+  int backend_id = 0;
+  Backend* backend = nullptr;
+  std::vector<Tensor*> nodes;
+  std::vector<Tensor*> inputs_from_elsewhere;  // sources produced or stored on another backend
+};
+
+struct SchedulePlan {
+  uint64_t fingerprint = 0;
+  std::vector<int> node_backend;  // parallel to graph.nodes()
+  std::vector<Split> splits;
+  int n_fallback = 0;             // nodes placed on the fallback backend because others lack support
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(std::vector<Backend*> backends);
+  // Plans (or returns the cached plan for) this graph and writes backend_id
+  // into every node.
+  const SchedulePlan& schedule(const Graph& g);
+  int n_cached() const { return static_cast<int>(cache_.size()); }
+  int n_planned() const { return n_planned_; }
+  std::span<Backend* const> backends() const { return backends_; }
+
+ private:
+  SchedulePlan make_plan(const Graph& g) const;
+  std::vector<Backend*> backends_;
+  std::unordered_map<uint64_t, SchedulePlan> cache_;
+  int n_planned_ = 0;
+};
+
+}  // namespace gl
