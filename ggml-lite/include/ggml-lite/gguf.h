@@ -226,6 +226,7 @@ class GgufWriter {
  private:
   Status fail(std::string message);
   Status write_all(const void* p, size_t n);
+  Status write_padding(uint64_t n);
   Status advance_complete();
   void discard();
 

@@ -10,6 +10,11 @@
 // Plans are cached per graph fingerprint, so a step graph rebuilt with the
 // same shapes is neither re-scheduled nor re-planned. The arena of each
 // backend grows to the largest plan seen and is reused.
+// For now one arena serves every backend, so several backends must all be
+// host backends (allocate() returns an error otherwise), and splits that read
+// memory of a device backend from elsewhere return "cross-backend copies not
+// implemented yet". A graph allocated before the arena grew must be
+// allocated again; compute() reports it instead of reading freed memory.
 #pragma once
 
 #include <memory>

@@ -35,8 +35,10 @@ class Graph {
   // Checks every node: arity, source order, view bounds, data-less leafs that
   // are not inputs. Returns the first problem, naming the node and the op.
   Status verify() const;
-  // Hash of ops, params, shapes, dtypes, strides and wiring; equal graphs
-  // from the same builder code have equal fingerprints.
+  // Hash of ops, params, shapes, dtypes, strides, flags, view offsets, wiring
+  // (by graph position) and whether leafs hold data of their own; never names
+  // or pointers, so equal graphs from the same builder code in different
+  // Contexts have equal fingerprints.
   uint64_t fingerprint() const;
 
  private:

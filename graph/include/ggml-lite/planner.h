@@ -13,7 +13,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 #include "ggml-lite/graph.h"
 
@@ -27,15 +29,28 @@ struct MemoryPlan {
   size_t arena_bytes = 0;  // peak: the arena size needed
   size_t naive_bytes = 0;  // sum of all planned sizes (what no reuse would need)
   int n_inplace = 0;       // nodes that took their source's memory
+  // The same placements by graph position (offset -1: not planned), so a plan
+  // cached by fingerprint can be re-keyed onto an equal graph of other tensors.
+  struct Slot {
+    int64_t offset = -1;
+    size_t size = 0;
+  };
+  std::vector<Slot> leaf_slots;  // parallel to graph.leafs()
+  std::vector<Slot> node_slots;  // parallel to graph.nodes()
 };
 
 // Plans tensors that need arena memory (nodes that are not views, and leafs
-// flagged INPUT without data). With backend_id >= 0 only tensors whose
-// backend_id matches are planned (one arena per backend).
+// flagged INPUT without data of their own: data-less, or placed by an earlier
+// plan, arena_offset >= 0). With backend_id >= 0 only tensors whose
+// backend_id matches are planned (one arena per backend). alignment > 0 is
+// applied to every block's size and offset.
 MemoryPlan plan_memory(const Graph& g, size_t alignment, int backend_id = -1);
 // Sets data/buffer/arena_offset of planned tensors and of views on them.
 void bind_plan(const Graph& g, const MemoryPlan& plan, Buffer& arena);
 // Recomputes data pointers of views from their roots (after roots got data).
 void bind_views(const Graph& g);
+// Points offsets/sizes at g's tensors using the slots; g must have the same
+// fingerprint as the graph the plan was made for. Costs O(tensors), no planning.
+void rekey_plan(MemoryPlan& plan, const Graph& g);
 
 }  // namespace gl

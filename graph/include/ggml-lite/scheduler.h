@@ -5,12 +5,19 @@
 //   for (const gl::Split& s : plan.splits) s.backend->compute(s.nodes);
 //
 // Placement passes, in order:
-//   1. a node whose weights live in a backend's buffer goes to that backend;
+//   1. a node whose weights live in a backend's buffer goes to that backend
+//      (if it supports the node);
 //   2. other nodes go to the first backend that supports them, preferring the
 //      backend of their first source;
 //   3. a node no backend with priority supports falls back to the last backend.
+// With several backends the last one (CPU) is the fallback: it gets nodes only
+// through their weights (pass 1) or pass 3, which counts them in n_fallback.
+// Leafs stay in their buffer's backend; data-less inputs go where they are
+// first read. View ops go with the memory they view and never cut a split.
 // Consecutive nodes on one backend form a split. Copies between backends are
 // listed per split (the sources that live elsewhere).
+// Plans are cached by fingerprint (plus where the leafs' buffers live); a cache
+// hit re-points the splits at the new graph's tensors without re-placing.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +40,7 @@ struct Split {
 struct SchedulePlan {
   uint64_t fingerprint = 0;
   std::vector<int> node_backend;  // parallel to graph.nodes()
+  std::vector<int> leaf_backend;  // parallel to graph.leafs(): where each leaf's memory lives (-1: no backend)
   std::vector<Split> splits;
   int n_fallback = 0;             // nodes placed on the fallback backend because others lack support
 };
@@ -41,7 +49,7 @@ class Scheduler {
  public:
   explicit Scheduler(std::vector<Backend*> backends);
   // Plans (or returns the cached plan for) this graph and writes backend_id
-  // into every node.
+  // into every node and leaf.
   const SchedulePlan& schedule(const Graph& g);
   int n_cached() const { return static_cast<int>(cache_.size()); }
   int n_planned() const { return n_planned_; }

@@ -1,0 +1,149 @@
+// attention.cpp - CPU reference for the attention softmax and rotary embeddings.
+//
+// SOFTMAX works on one score row at a time in float (like the fp32 attention of
+// the reference models) with a double sum; a row whose every entry is masked
+// yields zeros rather than 0/0 = NaN. ROPE computes its angles, sin and cos and
+// the rotation itself in double and rounds once to float: at positions in the
+// hundreds of thousands a float angle is off by ~1e-2 rad, which would make the
+// reference the least accurate backend. Both read a whole row into scratch (or
+// each rotated pair into locals) before writing it, so dst may alias src[0].
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ggml-lite/status.h"
+#include "kernels.h"
+#include "rows.h"
+
+namespace gl::cpu {
+namespace {
+
+constexpr int64_t kParallelMinElems = int64_t{1} << 14;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// w[j] = x[j] * scale + mask[j] for j < end, where end = n or, causally, the first
+// masked column; returns end (entries from end on are never read).
+int64_t masked_scores(float* w, int64_t n, float scale, const Tensor* mask, int64_t i1, int64_t last) {
+  const int64_t end = std::clamp<int64_t>(last + 1, 0, n);
+  for (int64_t j = 0; j < end; ++j) w[j] *= scale;
+  if (mask) {
+    const char* m = elem_ptr(*mask, 0, i1, 0, 0);
+    for (int64_t j = 0; j < end; ++j) w[j] += *reinterpret_cast<const float*>(m + j * mask->nb[0]);
+  }
+  return end;
+}
+
+// Softmax of w[0, end) in place, zeros in w[end, n); a row with no finite maximum
+// (everything masked) becomes all zeros instead of 0/0.
+void softmax_row(float* w, int64_t end, int64_t n) {
+  float mx = kNegInf;
+  for (int64_t j = 0; j < end; ++j) mx = w[j] > mx ? w[j] : mx;
+  if (mx == kNegInf) end = 0;
+  double sum = 0.0;
+  for (int64_t j = 0; j < end; ++j) {
+    w[j] = std::exp(w[j] - mx);
+    sum += static_cast<double>(w[j]);
+  }
+  const double inv = 1.0 / sum;  // double product: still one float rounding per element
+  for (int64_t j = 0; j < end; ++j) w[j] = static_cast<float>(static_cast<double>(w[j]) * inv);
+  for (int64_t j = end; j < n; ++j) w[j] = 0.0f;
+}
+
+// Position of token t, read from pos (I32, any shape with one element per token).
+int32_t position(const Tensor& pos, int64_t t) {
+  const int64_t i0 = t % pos.ne[0];
+  const int64_t i1 = (t / pos.ne[0]) % pos.ne[1];
+  const int64_t i2 = (t / (pos.ne[0] * pos.ne[1])) % pos.ne[2];
+  const int64_t i3 = t / (pos.ne[0] * pos.ne[1] * pos.ne[2]);
+  return *reinterpret_cast<const int32_t*>(elem_ptr(pos, i0, i1, i2, i3));
+}
+
+// Rotates the first n_dims of row x (D floats) in place with per-frequency cos/sin.
+void rope_row(float* x, const double* cs, const double* sn, int32_t n_dims, RopeMode mode) {
+  const int32_t half = n_dims / 2;
+  for (int32_t i = 0; i < half; ++i) {
+    const int32_t i0 = mode == RopeMode::NEOX ? i : 2 * i;
+    const int32_t i1 = mode == RopeMode::NEOX ? i + half : 2 * i + 1;
+    const double x0 = static_cast<double>(x[i0]);
+    const double x1 = static_cast<double>(x[i1]);
+    x[i0] = static_cast<float>(x0 * cs[i] - x1 * sn[i]);
+    x[i1] = static_cast<float>(x1 * cs[i] + x0 * sn[i]);
+  }
+}
+
+}  // namespace
+
+// Rows of x [n_kv, n_q, H, B]; mask (optional) F32 [n_kv, n_q] shared by all heads and batches.
+void softmax(Tensor& dst) {
+  GL_ASSERT(dst.op == Op::SOFTMAX, "softmax: not a SOFTMAX node");
+  const Tensor& a = *dst.src[0];
+  const Tensor* mask = dst.src[1];
+  GL_ASSERT(same_shape(a, dst), "softmax: dst must match src");
+  GL_ASSERT(!mask || (mask->type == DType::F32 && mask->ne[0] == a.ne[0] && mask->ne[1] == a.ne[1]),
+            "softmax: mask must be F32 [n_kv, n_q]");
+  const SoftmaxParams p = dst.p<SoftmaxParams>();
+  const int64_t n_kv = a.ne[0];
+  const int64_t n_q = a.ne[1];
+  const int64_t rows = nrows(dst);
+  const bool fast = is_f32_rows(dst);
+#pragma omp parallel if (rows * n_kv >= kParallelMinElems)
+  {
+    std::vector<float> scratch(fast ? 0 : n_kv);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t i1, i2, i3;
+      unravel_row(dst, r, i1, i2, i3);
+      float* w = fast ? reinterpret_cast<float*>(elem_ptr(dst, 0, i1, i2, i3)) : scratch.data();
+      // The whole row is read before any write; when dst is src[0] itself there is nothing to load.
+      if (static_cast<const void*>(w) != elem_ptr(a, 0, i1, i2, i3)) {
+        load_row(a, i1, i2, i3, w);
+      } else {
+        GL_ASSERT(is_f32_rows(a), "softmax: dst aliases a source with another layout");
+      }
+      const int64_t last = p.causal ? i1 + (n_kv - n_q) : n_kv - 1;
+      softmax_row(w, masked_scores(w, n_kv, p.scale, mask, i1, last), n_kv);
+      if (!fast) store_row(dst, i1, i2, i3, w);
+    }
+  }
+}
+
+// x [D, H, T], pos I32 [T]: theta_i = pos * freq_scale * freq_base^(-2i/n_dims), i < n_dims/2.
+void rope(Tensor& dst) {
+  GL_ASSERT(dst.op == Op::ROPE, "rope: not a ROPE node");
+  const Tensor& x = *dst.src[0];
+  const Tensor& pos = *dst.src[1];
+  const RopeParams p = dst.p<RopeParams>();
+  GL_ASSERT(same_shape(x, dst) && x.ne[3] == 1, "rope: dst must match x [D, H, T]");
+  GL_ASSERT(pos.type == DType::I32 && nelements(pos) == x.ne[2], "rope: pos must be I32 with one entry per token");
+  GL_ASSERT(p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_dims <= x.ne[0], "rope: n_dims must be even and <= D");
+  const int32_t half = p.n_dims / 2;
+  std::vector<double> inv_freq(static_cast<size_t>(half));
+  for (int32_t i = 0; i < half; ++i)
+    inv_freq[i] = std::pow(static_cast<double>(p.freq_base), -2.0 * i / static_cast<double>(p.n_dims));
+  const int64_t rows = nrows(dst);
+#pragma omp parallel if (rows * x.ne[0] >= kParallelMinElems)
+  {
+    std::vector<float> row(static_cast<size_t>(x.ne[0]));
+    std::vector<double> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+    int64_t cached_t = -1;  // rows of one token are consecutive: reuse its cos/sin
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t h, t, i3;
+      unravel_row(dst, r, h, t, i3);
+      if (t != cached_t) {
+        const double pt = static_cast<double>(position(pos, t)) * static_cast<double>(p.freq_scale);
+        for (int32_t i = 0; i < half; ++i) {
+          cs[i] = std::cos(pt * inv_freq[i]);
+          sn[i] = std::sin(pt * inv_freq[i]);
+        }
+        cached_t = t;
+      }
+      load_row(x, h, t, i3, row.data());
+      rope_row(row.data(), cs.data(), sn.data(), p.n_dims, p.mode);
+      store_row(dst, h, t, i3, row.data());
+    }
+  }
+}
+
+}  // namespace gl::cpu

@@ -1,0 +1,217 @@
+// matmul.cpp - MUL_MAT and MUL_MAT_ID on the CPU.
+//
+// Both ops reduce to blocks of activation rows that all multiply one weight
+// matrix (a batch slice of w, or one expert). Work is split into jobs of
+// (block, tile of weight rows): a job converts its weight rows to float once
+// into per-thread scratch and dots them against every activation row of the
+// block (dot_rows in matmul_fast.cpp). Blocks are capped so their activations
+// stay in cache while the weight tiles stream past; F32 rows are used in place.
+// The *_reference functions are the plain loops the fast path is tested against.
+#include <algorithm>
+#include <vector>
+
+#include "ggml-lite/status.h"
+#include "kernels.h"
+#include "matmul.h"
+#include "rows.h"
+
+namespace gl::cpu {
+namespace {
+
+constexpr int64_t kMaxTileRows = 16;
+constexpr int64_t kTileBytes = 256 * 1024;   // converted weight tile, kept in L2
+constexpr int64_t kBlockBytes = 512 * 1024;  // activation rows of one block
+constexpr int64_t kMaxBlockRows = 64;
+
+// Activation rows as float pointers (in place or converted) and the output row of each.
+struct RowSet {
+  std::vector<const float*> x;
+  std::vector<float*> out;
+  std::vector<float> storage;  // converted activations when x is not plain F32 rows
+};
+
+// Rows [begin, end) of a RowSet that multiply weight matrix (i2, i3).
+struct Block {
+  int64_t i2, i3;
+  int64_t begin, end;
+};
+
+// Rows of x as float pointers in (i3, i2, i1) order, converting when needed.
+std::vector<const float*> activation_rows(const Tensor& x, std::vector<float>& storage) {
+  const int64_t n = nrows(x), k = x.ne[0];
+  std::vector<const float*> rows(static_cast<size_t>(n));
+  const bool in_place = is_f32_rows(x);
+  if (!in_place) storage.resize(static_cast<size_t>(n * k));
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t i1, i2, i3;
+    unravel_row(x, r, i1, i2, i3);
+    if (in_place) {
+      rows[r] = reinterpret_cast<const float*>(elem_ptr(x, 0, i1, i2, i3));
+    } else {
+      load_row(x, i1, i2, i3, storage.data() + r * k);
+      rows[r] = storage.data() + r * k;
+    }
+  }
+  return rows;
+}
+
+// Appends [begin, end) as blocks of at most max_rows rows.
+void add_blocks(std::vector<Block>& blocks, int64_t i2, int64_t i3, int64_t begin, int64_t end, int64_t max_rows) {
+  for (int64_t b = begin; b < end; b += max_rows) blocks.push_back({i2, i3, b, std::min(end, b + max_rows)});
+}
+
+int64_t tile_rows(int64_t k) {
+  const int64_t fit = kTileBytes / (k * static_cast<int64_t>(sizeof(float)));
+  return std::clamp<int64_t>(fit / 4 * 4, 4, kMaxTileRows);
+}
+
+int64_t block_rows(int64_t k) {
+  return std::clamp<int64_t>(kBlockBytes / (k * static_cast<int64_t>(sizeof(float))), 4, kMaxBlockRows);
+}
+
+bool rows_dense(const Tensor& w) { return w.nb[0] == dtype_traits(w.type).block_bytes; }
+
+// Float pointers to rows n0 .. n0+nw-1 of weight matrix (i2, i3); converts into scratch unless F32.
+void weight_tile(const Tensor& w, int64_t n0, int nw, int64_t i2, int64_t i3, float* scratch, const float** rows) {
+  const int64_t k = w.ne[0];
+  const bool dense = rows_dense(w);
+  for (int i = 0; i < nw; ++i) {
+    const char* src = elem_ptr(w, 0, n0 + i, i2, i3);
+    if (dense && w.type == DType::F32) {
+      rows[i] = reinterpret_cast<const float*>(src);
+      continue;
+    }
+    float* dst = scratch + i * k;
+    if (dense) {
+      row_to_f32(w.type, src, dst, k);
+    } else {
+      load_row(w, n0 + i, i2, i3, dst);
+    }
+    rows[i] = dst;
+  }
+}
+
+// Every (block, weight tile) job; threads take consecutive tiles of the same block.
+void run_blocks(const Tensor& w, const std::vector<Block>& blocks, const RowSet& rs) {
+  const int64_t k = w.ne[0], n = w.ne[1];
+  const int64_t tile = tile_rows(k);
+  const int64_t tiles = (n + tile - 1) / tile;
+  const int64_t jobs = static_cast<int64_t>(blocks.size()) * tiles;
+  const bool needs_scratch = !(w.type == DType::F32 && rows_dense(w));
+#pragma omp parallel
+  {
+    std::vector<float> scratch(needs_scratch ? static_cast<size_t>(tile * k) : 0);
+    const float* rows[kMaxTileRows];
+#pragma omp for schedule(dynamic)
+    for (int64_t job = 0; job < jobs; ++job) {
+      const Block& b = blocks[static_cast<size_t>(job / tiles)];
+      const int64_t n0 = job % tiles * tile;
+      const int nw = static_cast<int>(std::min(tile, n - n0));
+      weight_tile(w, n0, nw, b.i2, b.i3, scratch.data(), rows);
+      dot_rows(rows, nw, rs.x.data() + b.begin, b.end - b.begin, k, rs.out.data() + b.begin, n0);
+    }
+  }
+}
+
+float* out_row(const Tensor& dst, int64_t i1, int64_t i2, int64_t i3) {
+  return reinterpret_cast<float*>(elem_ptr(dst, 0, i1, i2, i3));
+}
+
+// Expert id of slot (u, t), checked against the expert count.
+int64_t expert_id(const Tensor& ids, int64_t u, int64_t t, int64_t n_experts) {
+  const int32_t e = *reinterpret_cast<const int32_t*>(elem_ptr(ids, u, t, 0, 0));
+  GL_ASSERT(e >= 0 && e < n_experts, "[mul_mat_id] expert id out of range [0, n_experts)");
+  return e;
+}
+
+}  // namespace
+
+void mul_mat(Tensor& dst) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  GL_ASSERT(dst.type == DType::F32 && dst.nb[0] == sizeof(float), "[mul_mat] dst must be F32 with dense rows");
+  const int64_t m = x.ne[1], b2 = x.ne[2], b3 = x.ne[3];
+  const int64_t r2 = b2 / w.ne[2], r3 = b3 / w.ne[3];
+  RowSet rs;
+  rs.x = activation_rows(x, rs.storage);
+  rs.out.resize(rs.x.size());
+  for (int64_t r = 0; r < nrows(x); ++r) rs.out[r] = out_row(dst, r % m, r / m % b2, r / (m * b2));
+  // x rows are in (i3, i2, i1) order, so the r2 batches sharing a weight matrix are adjacent.
+  std::vector<Block> blocks;
+  const int64_t max_rows = block_rows(x.ne[0]);
+  for (int64_t i3 = 0; i3 < b3; ++i3)
+    for (int64_t w2 = 0; w2 < w.ne[2]; ++w2) {
+      const int64_t begin = (i3 * b2 + w2 * r2) * m;
+      add_blocks(blocks, w2, i3 / r3, begin, begin + r2 * m, max_rows);
+    }
+  run_blocks(w, blocks, rs);
+}
+
+void mul_mat_id(Tensor& dst) {
+  const Tensor& experts = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const Tensor& ids = *dst.src[2];
+  GL_ASSERT(dst.type == DType::F32 && dst.nb[0] == sizeof(float), "[mul_mat_id] dst must be F32 with dense rows");
+  const int64_t n_experts = experts.ne[2], n_used = ids.ne[0], n_tokens = ids.ne[1], x1 = x.ne[1];
+  std::vector<float> storage;
+  const std::vector<const float*> xrows = activation_rows(x, storage);
+  // Counting sort of the (u, t) slots by expert, so each expert's rows are converted once.
+  std::vector<int64_t> count(static_cast<size_t>(n_experts) + 1, 0);
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t u = 0; u < n_used; ++u) ++count[expert_id(ids, u, t, n_experts) + 1];
+  for (int64_t e = 0; e < n_experts; ++e) count[e + 1] += count[e];
+  RowSet rs;
+  rs.x.resize(static_cast<size_t>(n_used * n_tokens));
+  rs.out.resize(rs.x.size());
+  std::vector<int64_t> next(count.begin(), count.end() - 1);
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t u = 0; u < n_used; ++u) {
+      const int64_t slot = next[expert_id(ids, u, t, n_experts)]++;
+      rs.x[slot] = xrows[t * x1 + u % x1];
+      rs.out[slot] = out_row(dst, u, t, 0);
+    }
+  std::vector<Block> blocks;
+  const int64_t max_rows = block_rows(x.ne[0]);
+  for (int64_t e = 0; e < n_experts; ++e) add_blocks(blocks, e, 0, count[e], count[e + 1], max_rows);
+  run_blocks(experts, blocks, rs);
+}
+
+void mul_mat_reference(Tensor& dst) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const int64_t k = w.ne[0], r2 = x.ne[2] / w.ne[2], r3 = x.ne[3] / w.ne[3];
+  std::vector<float> wr(static_cast<size_t>(k)), xr(static_cast<size_t>(k));
+  for (int64_t i3 = 0; i3 < dst.ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < dst.ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < dst.ne[1]; ++i1) {
+        load_row(x, i1, i2, i3, xr.data());
+        for (int64_t i0 = 0; i0 < dst.ne[0]; ++i0) {
+          load_row(w, i0, i2 / r2, i3 / r3, wr.data());
+          double s = 0.0;
+          for (int64_t kk = 0; kk < k; ++kk) s += static_cast<double>(wr[kk]) * xr[kk];
+          *reinterpret_cast<float*>(elem_ptr(dst, i0, i1, i2, i3)) = static_cast<float>(s);
+        }
+      }
+}
+
+void mul_mat_id_reference(Tensor& dst) {
+  const Tensor& experts = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const Tensor& ids = *dst.src[2];
+  const int64_t k = experts.ne[0];
+  std::vector<float> wr(static_cast<size_t>(k)), xr(static_cast<size_t>(k));
+  for (int64_t t = 0; t < ids.ne[1]; ++t)
+    for (int64_t u = 0; u < ids.ne[0]; ++u) {
+      const int64_t e = expert_id(ids, u, t, experts.ne[2]);
+      load_row(x, u % x.ne[1], t, 0, xr.data());
+      for (int64_t n = 0; n < experts.ne[1]; ++n) {
+        load_row(experts, n, e, 0, wr.data());
+        double s = 0.0;
+        for (int64_t kk = 0; kk < k; ++kk) s += static_cast<double>(wr[kk]) * xr[kk];
+        *reinterpret_cast<float*>(elem_ptr(dst, n, u, t, 0)) = static_cast<float>(s);
+      }
+    }
+}
+
+}  // namespace gl::cpu

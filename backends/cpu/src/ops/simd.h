@@ -1,0 +1,177 @@
+// simd.h - the float vector type of the CPU matrix kernels (matmul_fast.cpp, gemm.cpp).
+//
+//   simd::Vec acc = simd::vzero();
+//   for (int64_t k = 0; k + simd::kLanes <= n; k += simd::kLanes)
+//     acc = simd::vfma(simd::vload(a + k), simd::vload(b + k), acc);
+//   float s = simd::vsum(acc);
+//
+// The backend is built with -ffp-contract=off and without fast-math, so the
+// compiler will not vectorise a float reduction by itself; kernels keep vectors
+// of independent partial sums and use explicit FMA. Vec is an AVX-512 or AVX2
+// register where the target has one, else a plain 8-lane struct whose loops the
+// compiler maps to whatever vector unit exists. The load_* helpers convert
+// kLanes stored weights to floats exactly as gl::to_float does.
+//
+// Private to backends/cpu/src/ops: everything is in an unnamed namespace, since
+// Vec depends on the target flags of the including file.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "ggml-lite/dtype.h"
+
+#if defined(__AVX2__) || defined(__AVX512F__) || defined(__F16C__)
+// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers (GCC PR 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
+#endif
+
+namespace gl::cpu::simd {
+namespace {
+
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int kLanes = 16;
+inline Vec vzero() { return _mm512_setzero_ps(); }
+inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+inline Vec vmul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+inline Vec vset1(float a) { return _mm512_set1_ps(a); }
+inline void vstore(float* p, Vec a) { _mm512_storeu_ps(p, a); }
+inline float vsum(Vec a) { return _mm512_reduce_add_ps(a); }
+inline Vec load_f16(const fp16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline Vec load_bf16(const bf16_t* p) {
+  const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+inline Vec load_i8(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256;
+constexpr int kLanes = 8;
+inline Vec vzero() { return _mm256_setzero_ps(); }
+inline Vec vload(const float* p) { return _mm256_loadu_ps(p); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline Vec vmul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+inline Vec vset1(float a) { return _mm256_set1_ps(a); }
+inline void vstore(float* p, Vec a) { _mm256_storeu_ps(p, a); }
+inline float vsum(Vec a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#if defined(__F16C__)
+inline Vec load_f16(const fp16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+#else
+inline Vec load_f16(const fp16_t* p) {
+  float t[kLanes];
+  for (int i = 0; i < kLanes; ++i) t[i] = fp16_to_fp32(p[i]);
+  return vload(t);
+}
+#endif
+inline Vec load_bf16(const bf16_t* p) {
+  const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+inline Vec load_i8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+#else
+struct Vec {
+  float v[8];
+};
+constexpr int kLanes = 8;
+inline Vec vzero() { return Vec{}; }
+inline Vec vload(const float* p) {
+  Vec r;
+  std::memcpy(r.v, p, sizeof(r.v));
+  return r;
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  for (int i = 0; i < kLanes; ++i) c.v[i] += a.v[i] * b.v[i];
+  return c;
+}
+inline Vec vmul(Vec a, Vec b) {
+  for (int i = 0; i < kLanes; ++i) a.v[i] *= b.v[i];
+  return a;
+}
+inline Vec vset1(float a) {
+  Vec r;
+  for (int i = 0; i < kLanes; ++i) r.v[i] = a;
+  return r;
+}
+inline void vstore(float* p, Vec a) { std::memcpy(p, a.v, sizeof(a.v)); }
+inline float vsum(Vec a) {
+  float s = 0.0f;
+  for (int i = 0; i < kLanes; ++i) s += a.v[i];
+  return s;
+}
+inline Vec load_f16(const fp16_t* p) {
+  Vec r;
+  for (int i = 0; i < kLanes; ++i) r.v[i] = fp16_to_fp32(p[i]);
+  return r;
+}
+inline Vec load_bf16(const bf16_t* p) {
+  Vec r;
+  for (int i = 0; i < kLanes; ++i) r.v[i] = bf16_to_fp32(p[i]);
+  return r;
+}
+inline Vec load_i8(const int8_t* p) {
+  Vec r;
+  for (int i = 0; i < kLanes; ++i) r.v[i] = static_cast<float>(p[i]);
+  return r;
+}
+#endif
+
+static_assert(kQ8_0Block % kLanes == 0, "a vector must not straddle Q8_0 blocks");
+
+inline float half_to_float(fp16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
+  return fp16_to_fp32(h);
+#endif
+}
+
+// kLanes weights of a row stored as T, from element k, as floats (d * q, rounded once, for Q8_0).
+template <DType T>
+inline Vec load_weights(const void* row, int64_t k) {
+  if constexpr (T == DType::F32) {
+    return vload(static_cast<const float*>(row) + k);
+  } else if constexpr (T == DType::F16) {
+    return load_f16(static_cast<const fp16_t*>(row) + k);
+  } else if constexpr (T == DType::BF16) {
+    return load_bf16(static_cast<const bf16_t*>(row) + k);
+  } else {
+    static_assert(T == DType::Q8_0, "no vector load for this type");
+    const BlockQ8_0& b = static_cast<const BlockQ8_0*>(row)[k / kQ8_0Block];
+    return vmul(vset1(half_to_float(b.d)), load_i8(b.qs + k % kQ8_0Block));
+  }
+}
+
+// One weight (element k) as a float, for row tails; Q8_0 rows have no tails.
+template <DType T>
+inline float load_weight(const void* row, int64_t k) {
+  if constexpr (T == DType::F32) {
+    return static_cast<const float*>(row)[k];
+  } else if constexpr (T == DType::F16) {
+    return fp16_to_fp32(static_cast<const fp16_t*>(row)[k]);
+  } else if constexpr (T == DType::BF16) {
+    return bf16_to_fp32(static_cast<const bf16_t*>(row)[k]);
+  } else {
+    const BlockQ8_0& b = static_cast<const BlockQ8_0*>(row)[k / kQ8_0Block];
+    return half_to_float(b.d) * static_cast<float>(b.qs[k % kQ8_0Block]);
+  }
+}
+
+}  // namespace
+}  // namespace gl::cpu::simd

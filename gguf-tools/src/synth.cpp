@@ -1,0 +1,191 @@
+// synth.cpp - presets and the counter-based random weight generator of gguf-synth.
+#include "gguf-tools/synth.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gguf-tools/tokenizer_meta.h"
+#include "util.h"
+
+namespace gl::tools {
+namespace {
+
+// Qwen3.5 values shared by the real presets (qwen35-mtp-spec.md, perf-anchors.md section 2).
+ModelDims qwen35_base() {
+  ModelDims d;
+  d.arch = "qwen35";
+  d.n_mtp = 1;
+  d.n_vocab = 248320;
+  d.n_ctx = 262144;
+  d.head_dim = 256;
+  d.n_rot = 64;  // 256 * partial_rotary_factor 0.25
+  d.rope_theta = 1e7;
+  d.rope_sections = {11, 11, 10, 0};
+  d.rms_eps = 1e-6;
+  d.full_attn_interval = 4;
+  d.ssm_conv_kernel = 4;
+  d.ssm_d_state = 128;
+  d.ssm_head_v_dim = 128;
+  d.ssm_n_group = 16;
+  return d;
+}
+
+SynthPreset qwen35_0_8b() {
+  ModelDims d = qwen35_base();
+  d.n_layer = 24, d.n_embd = 1024, d.n_ff = 3584, d.n_head = 8, d.n_head_kv = 2;
+  d.ssm_dt_rank = 16;
+  d.tied_embeddings = true;
+  return {"qwen35-0.8b", "Qwen3.5-0.8B: 24 layers, H 1024, FFN 3584, heads 8/2, GDN 16/16, tied embeddings", d};
+}
+
+SynthPreset qwen35_9b() {
+  ModelDims d = qwen35_base();
+  d.n_layer = 32, d.n_embd = 4096, d.n_ff = 12288, d.n_head = 16, d.n_head_kv = 4;
+  d.ssm_dt_rank = 32;
+  return {"qwen35-9b", "Qwen3.5-9B: 32 layers, H 4096, FFN 12288, heads 16/4, GDN 16/32", d};
+}
+
+SynthPreset qwen35_35b_a3b() {
+  ModelDims d = qwen35_base();
+  d.arch = "qwen35moe";
+  d.n_layer = 40, d.n_embd = 2048, d.n_head = 16, d.n_head_kv = 2;
+  d.ssm_dt_rank = 32;
+  d.n_expert = 256, d.n_expert_used = 8, d.n_ff_exp = 512, d.n_ff_shexp = 512;
+  return {"qwen35-35b-a3b", "Qwen3.5-35B-A3B: 40 layers, H 2048, 256 experts top-8 (512) + shared 512, heads 16/2",
+          d};
+}
+
+// The shapes of the tests/fixtures checkpoints: 3 GDN + 1 attention layer + MTP, Hk 2 / Hv 4.
+ModelDims tiny_base() {
+  ModelDims d;
+  d.arch = "qwen35";
+  d.n_layer = 4, d.n_mtp = 1, d.n_embd = 64, d.n_vocab = 512, d.n_ctx = 4096, d.n_ff = 128;
+  d.n_head = 4, d.n_head_kv = 2, d.head_dim = 32, d.n_rot = 8;
+  d.rope_theta = 1e7;
+  d.rope_sections = {2, 1, 1, 0};
+  d.ssm_conv_kernel = 4, d.ssm_d_state = 16, d.ssm_head_v_dim = 16, d.ssm_n_group = 2, d.ssm_dt_rank = 4;
+  return d;
+}
+
+SynthPreset tiny() { return {"tiny", "tests: 4 + 1 MTP layers, H 64, vocab 512, GDN 2/4, dense FFN 128", tiny_base()}; }
+
+SynthPreset tiny_moe() {
+  ModelDims d = tiny_base();
+  d.arch = "qwen35moe";
+  d.n_ff = 0;
+  d.n_expert = 8, d.n_expert_used = 2, d.n_ff_exp = 32, d.n_ff_shexp = 48;
+  d.tied_embeddings = true;
+  return {"tiny-moe", "tests: tiny with 8 experts top-2 (32) + shared 48, tied embeddings", d};
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+  return h;
+}
+
+// Element i of one tensor: u in [0, 1) from splitmix64(key + i), shaped by the role.
+struct Generator {
+  uint64_t key;
+  Role role;
+  float scale;  // std of the symmetric roles
+
+  float at(int64_t i) const {
+    const uint64_t x = splitmix64(key + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull);
+    const float u = static_cast<float>(x >> 40) * 0x1.0p-24f;
+    const float sym = 2.0f * u - 1.0f;  // uniform in [-1, 1), std 1/sqrt(3)
+    switch (role) {
+      case Role::EMBEDDING:
+      case Role::WEIGHT:
+      case Role::CONV1D: return sym * 1.7320508f * scale;
+      case Role::NORM:
+      case Role::SSM_NORM: return 1.0f + 0.1f * sym;
+      case Role::SSM_A: return -std::exp(2.5f * u);
+      case Role::SSM_DT: return 0.5f * sym;
+    }
+    return 0.0f;
+  }
+};
+
+Generator generator(uint64_t seed, const TensorSpec& s) {
+  float scale = 1.0f;
+  switch (s.role) {
+    case Role::EMBEDDING: scale = 0.02f; break;
+    case Role::WEIGHT:
+    case Role::CONV1D: scale = 1.0f / std::sqrt(static_cast<float>(s.ne[0])); break;
+    case Role::NORM:
+    case Role::SSM_NORM:
+    case Role::SSM_A:
+    case Role::SSM_DT: break;
+  }
+  return {splitmix64(seed ^ fnv1a(s.name)), s.role, scale};
+}
+
+OutTensor synth_tensor(uint64_t seed, const TensorSpec& s, DType type) {
+  const Generator g = generator(seed, s);
+  const int64_t ne0 = s.ne[0];
+  RowFiller fill = [g, ne0](int64_t r0, int64_t n, float* out) {
+    const int64_t base = r0 * ne0, count = n * ne0;
+#pragma omp parallel for schedule(static) if (count >= (int64_t{1} << 16))
+    for (int64_t i = 0; i < count; ++i) out[i] = g.at(base + i);
+  };
+  return {s.name, s.ne, output_type(s, type), ne0, std::move(fill)};
+}
+
+}  // namespace
+
+const std::vector<SynthPreset>& synth_presets() {
+  static const std::vector<SynthPreset> presets = {qwen35_0_8b(), qwen35_9b(), qwen35_35b_a3b(), tiny(), tiny_moe()};
+  return presets;
+}
+
+const SynthPreset* find_preset(const std::string& name) {
+  for (const SynthPreset& p : synth_presets())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+float synth_value(uint64_t seed, const TensorSpec& s, int64_t i) { return generator(seed, s).at(i); }
+
+Result<SynthReport> synth_model(const SynthOptions& opt) {
+  const SynthPreset* preset = find_preset(opt.preset);
+  if (!preset) {
+    std::vector<std::string> names;
+    for (const SynthPreset& p : synth_presets()) names.push_back(p.name);
+    return Error(fmt::format("unknown preset '{}' (available: {})", opt.preset, fmt::join(names, ", ")));
+  }
+  if (opt.type != DType::F32 && opt.type != DType::F16 && opt.type != DType::BF16 && opt.type != DType::Q8_0)
+    return Error(fmt::format("unsupported type {} (use f32, f16, bf16 or q8_0)", dtype_name(opt.type)));
+  const ModelDims& d = preset->dims;
+  GLT_TRY(validate_dims(d));
+
+  GgufFile meta;
+  write_model_keys(meta, d, preset->name, opt.type);
+  write_tokenizer_keys(meta, synth_tokenizer(d.n_vocab));
+  SynthReport rep;
+  std::vector<OutTensor> ts;
+  for (const TensorSpec& s : tensor_specs(d)) {
+    ts.push_back(synth_tensor(opt.seed, s, opt.type));
+    rep.n_params += static_cast<uint64_t>(s.nelements());
+  }
+  Result<GgufFile> layout = streamed_layout(meta, ts);
+  if (!layout) return Error(layout.error());
+  rep.layout = std::move(layout).value();
+  if (opt.dry_run) return rep;
+  if (opt.output.empty()) return Error("no output file given");
+  Result<WriteStats> st = write_streamed(opt.output, meta, ts, {.progress = opt.progress, .label = "synth"});
+  if (!st) return Error(st.error());
+  rep.stats = *st;
+  return rep;
+}
+
+}  // namespace gl::tools

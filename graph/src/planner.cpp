@@ -1,0 +1,236 @@
+// planner.cpp - liveness-based placement of a graph's tensors in one arena.
+//
+// Walks the nodes in order: a node gets a block (best fit in a free list,
+// else growth at the end), then every source whose last reader was this node
+// gives its block back. Views allocate nothing and keep their root alive.
+#include "ggml-lite/planner.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "ggml-lite/backend.h"
+
+namespace gl {
+namespace {
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// Free blocks sorted by offset; adjacent blocks are merged and a block that
+// reaches the end shrinks the end, so growth always happens at the end.
+class FreeList {
+ public:
+  size_t alloc(size_t size) {
+    size_t best = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].size >= size && (best == free_.size() || free_[i].size < free_[best].size)) best = i;
+    }
+    if (best == free_.size()) {
+      size_t off = end_;
+      end_ += size;
+      peak_ = std::max(peak_, end_);
+      return off;
+    }
+    size_t off = free_[best].off;
+    free_[best].off += size;
+    free_[best].size -= size;
+    if (free_[best].size == 0) free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+    return off;
+  }
+
+  void release(size_t off, size_t size) {
+    GL_ASSERT(off + size <= end_, "planner: freeing a block past the end");
+    auto it = std::lower_bound(free_.begin(), free_.end(), off, [](const Block& b, size_t o) { return b.off < o; });
+    GL_ASSERT(it == free_.end() || off + size <= it->off, "planner: freed block overlaps a free block");
+    GL_ASSERT(it == free_.begin() || std::prev(it)->off + std::prev(it)->size <= off,
+              "planner: freed block overlaps a free block");
+    it = free_.insert(it, Block{off, size});
+    if (auto next = std::next(it); next != free_.end() && it->off + it->size == next->off) {
+      it->size += next->size;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->off + prev->size == it->off) {
+        prev->size += it->size;
+        it = std::prev(free_.erase(it));
+      }
+    }
+    if (it->off + it->size == end_) {
+      end_ = it->off;
+      free_.erase(it);
+    }
+  }
+
+  size_t peak() const { return peak_; }
+
+ private:
+  struct Block {
+    size_t off;
+    size_t size;
+  };
+  std::vector<Block> free_;
+  size_t end_ = 0;
+  size_t peak_ = 0;
+};
+
+bool is_view(const Tensor& t) { return t.view_src != nullptr || (t.op != Op::NONE && is_view_op(t.op)); }
+
+class Planner {
+ public:
+  Planner(const Graph& g, size_t alignment, int backend_id) : g_(g), alignment_(alignment), backend_id_(backend_id) {}
+
+  MemoryPlan run() {
+    count_uses();
+    for (Tensor* l : g_.leafs()) {
+      if (is_planned(*l)) allocate(*l);
+    }
+    for (const Tensor* n : g_.nodes()) step(*n);
+    plan_.arena_bytes = arena_.peak();
+    fill_slots();
+    return std::move(plan_);
+  }
+
+ private:
+  bool is_planned(const Tensor& t) const {
+    if (backend_id_ >= 0 && t.backend_id != backend_id_) return false;
+    if (t.op == Op::NONE) return t.has_flag(TENSOR_INPUT) && (!t.data || t.arena_offset >= 0);
+    return !is_view(t);
+  }
+
+  void count_uses() {
+    for (const Tensor* n : g_.nodes()) {
+      for (int i = 0; i < n->n_srcs(); ++i) {
+        const Tensor* s = n->src[i];
+        if (std::find(n->src.begin(), n->src.begin() + i, s) == n->src.begin() + i) ++children_[s];
+      }
+      if (n->view_src) ++views_[n->view_src];
+    }
+  }
+
+  size_t block_size(const Tensor& t) const { return std::max(align_up(nbytes(t), alignment_), alignment_); }
+
+  void allocate(const Tensor& t) {
+    size_t size = block_size(t);
+    size_t off = arena_.alloc(size);
+    plan_.offsets[&t] = off;
+    plan_.sizes[&t] = size;
+    plan_.naive_bytes += size;
+    owns_block_.insert(&t);
+  }
+
+  // The node reuses its first source's block: the op reads each element
+  // before writing it, and nothing else will read the source afterwards.
+  bool try_inplace(const Tensor& n) {
+    const Tensor* s = n.src[0];
+    if (!op_info(n.op).inplace_safe || !s || s->op == Op::NONE || is_view(*s)) return false;
+    if (!owns_block_.count(s) || !is_planned(*s)) return false;
+    if (s->has_flag(TENSOR_INPUT) || s->has_flag(TENSOR_OUTPUT)) return false;
+    if (g_.n_consumers(s) != 1 || count(views_, s) != 0) return false;
+    if (s->type != n.type || nbytes(*s) != nbytes(n) || !is_contiguous(*s) || !is_contiguous(n)) return false;
+    plan_.offsets[&n] = plan_.offsets.at(s);
+    plan_.sizes[&n] = plan_.sizes.at(s);
+    plan_.naive_bytes += block_size(n);
+    owns_block_.erase(s);
+    owns_block_.insert(&n);
+    ++plan_.n_inplace;
+    return true;
+  }
+
+  void step(const Tensor& n) {
+    if (is_planned(n) && !try_inplace(n)) allocate(n);
+    for (int i = 0; i < n.n_srcs(); ++i) {
+      const Tensor* s = n.src[i];
+      if (std::find(n.src.begin(), n.src.begin() + i, s) != n.src.begin() + i) continue;
+      --children_[s];
+      maybe_free(*s);
+    }
+    maybe_free(n);  // a result nobody reads (not an output) dies at once
+  }
+
+  // Frees t once no consumer and no view needs it any more.
+  void maybe_free(const Tensor& t) {
+    if (count(children_, &t) > 0 || count(views_, &t) > 0) return;
+    if (t.has_flag(TENSOR_OUTPUT) || t.has_flag(TENSOR_INPUT)) return;
+    if (t.view_src) {
+      if (!released_views_.insert(&t).second) return;
+      --views_[t.view_src];
+      maybe_free(*t.view_src);
+      return;
+    }
+    if (owns_block_.erase(&t)) arena_.release(plan_.offsets.at(&t), plan_.sizes.at(&t));
+  }
+
+  static int count(const std::unordered_map<const Tensor*, int>& m, const Tensor* t) {
+    auto it = m.find(t);
+    return it == m.end() ? 0 : it->second;
+  }
+
+  void fill_slots() {
+    auto slot = [&](const Tensor* t) {
+      auto it = plan_.offsets.find(t);
+      if (it == plan_.offsets.end()) return MemoryPlan::Slot{};
+      return MemoryPlan::Slot{static_cast<int64_t>(it->second), plan_.sizes.at(t)};
+    };
+    for (const Tensor* t : g_.leafs()) plan_.leaf_slots.push_back(slot(t));
+    for (const Tensor* t : g_.nodes()) plan_.node_slots.push_back(slot(t));
+  }
+
+  const Graph& g_;
+  size_t alignment_;
+  int backend_id_;
+  MemoryPlan plan_;
+  FreeList arena_;
+  std::unordered_map<const Tensor*, int> children_;  // consumers that have not run yet
+  std::unordered_map<const Tensor*, int> views_;     // views (by root) that are still needed
+  std::unordered_set<const Tensor*> owns_block_;     // tensors holding a live block
+  std::unordered_set<const Tensor*> released_views_;
+};
+
+void bind_one(Tensor& t, const MemoryPlan& plan, Buffer& arena) {
+  auto it = plan.offsets.find(&t);
+  if (it == plan.offsets.end()) return;
+  arena.bind(t, it->second);
+  t.arena_offset = static_cast<int64_t>(it->second);
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& g, size_t alignment, int backend_id) {
+  GL_ASSERT(alignment > 0, "plan_memory: alignment must be positive");
+  return Planner(g, alignment, backend_id).run();
+}
+
+void bind_plan(const Graph& g, const MemoryPlan& plan, Buffer& arena) {
+  GL_ASSERT(plan.arena_bytes <= arena.size(), "bind_plan: arena smaller than the plan");
+  for (Tensor* t : g.leafs()) bind_one(*t, plan, arena);
+  for (Tensor* t : g.nodes()) bind_one(*t, plan, arena);
+  bind_views(g);
+}
+
+void bind_views(const Graph& g) {
+  auto bind = [](Tensor* t) {
+    const Tensor* r = t->view_src;
+    if (!r || !r->data) return;
+    t->data = static_cast<char*>(r->data) + t->view_offs;
+    t->buffer = r->buffer;
+    t->arena_offset = r->arena_offset >= 0 ? r->arena_offset + static_cast<int64_t>(t->view_offs) : -1;
+  };
+  for (Tensor* t : g.leafs()) bind(t);
+  for (Tensor* t : g.nodes()) bind(t);
+}
+
+void rekey_plan(MemoryPlan& plan, const Graph& g) {
+  GL_ASSERT(plan.leaf_slots.size() == g.leafs().size() && plan.node_slots.size() == g.nodes().size(),
+            "rekey_plan: graph does not match the plan");
+  plan.offsets.clear();
+  plan.sizes.clear();
+  auto put = [&](const Tensor* t, const MemoryPlan::Slot& s) {
+    if (s.offset < 0) return;
+    plan.offsets[t] = static_cast<size_t>(s.offset);
+    plan.sizes[t] = s.size;
+  };
+  for (size_t i = 0; i < plan.leaf_slots.size(); ++i) put(g.leafs()[i], plan.leaf_slots[i]);
+  for (size_t i = 0; i < plan.node_slots.size(); ++i) put(g.nodes()[i], plan.node_slots[i]);
+}
+
+}  // namespace gl

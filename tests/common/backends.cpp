@@ -1,0 +1,33 @@
+// backends.cpp - the test-backend registry.
+#include "common/backends.h"
+
+#include "ggml-lite/cpu.h"
+
+namespace gl::test {
+
+std::vector<std::string> compiled_backend_names() {
+  std::vector<std::string> names{"cpu"};
+#ifdef GL_HAVE_CUDA
+  names.emplace_back("cuda");
+#endif
+  return names;
+}
+
+std::unique_ptr<Backend> make_test_backend(std::string_view name) {
+  if (name == "cpu") return cpu::make_backend({.n_threads = 2});
+#ifdef GL_HAVE_CUDA
+  if (name == "cuda") return cuda::make_backend();
+#endif
+  return nullptr;
+}
+
+std::vector<NamedBackend> compiled_backends() {
+  std::vector<NamedBackend> out;
+  for (std::string& name : compiled_backend_names()) {
+    std::unique_ptr<Backend> be = make_test_backend(name);
+    out.push_back({std::move(name), std::move(be)});
+  }
+  return out;
+}
+
+}  // namespace gl::test

@@ -1,0 +1,98 @@
+// cases_attention.cpp - SOFTMAX (scale, mask, causal with n_kv > n_q, strided scores) and ROPE (NEOX/NORMAL, partial
+// n_dims).
+#include <fmt/format.h>
+
+#include "ops/cases.h"
+
+namespace gl::test {
+namespace {
+
+using In = CaseInputs;
+
+// exp and a row sum per element: a few f32 roundings plus a sum of <= 4096 terms.
+constexpr double kNmseSoftmax = kNmseF32Sum;
+// The CPU computes angles, sin and cos in double and rounds once: f32 output rounding only.
+constexpr double kNmseRope = kNmseF32;
+// Device kernels may form the angle p * base^(-2i/n) in f32: off by ~p * 2^-24 rad for p < 4096, NMSE ~1e-8.
+constexpr double kNmseRopeDevice = 1e-6;
+
+void add_softmax(std::vector<OpCase>& out) {
+  const Fill scores = Fill::nonzero(0.1, 8.0);
+  auto c = [&](std::string name, double nmse, std::function<Tensor*(In&)> build) {
+    out.push_back({.name = "softmax_" + name, .op = Op::SOFTMAX, .build = std::move(build), .max_nmse = nmse});
+  };
+  c("f32_33x7x3_scale", kNmseSoftmax, [=](In& in) {
+    return softmax(in.ctx, in.input(DType::F32, {33, 7, 3}, scores), nullptr, 0.125f, false);
+  });
+  c("f32_40x7x3_mask", kNmseSoftmax, [=](In& in) {
+    Tensor* mask = in.input(DType::F32, {40, 7}, Fill::mask(0.25));  // a quarter -inf, column 0 never
+    return softmax(in.ctx, in.input(DType::F32, {40, 7, 3}, scores), mask, 0.25f, false);
+  });
+  c("f32_40x7x3_causal", kNmseSoftmax, [=](In& in) {
+    return softmax(in.ctx, in.input(DType::F32, {40, 7, 3}, scores), nullptr, 0.25f, true);
+  });
+  c("f32_65x5x2x2_causal_mask", kNmseSoftmax, [=](In& in) {
+    Tensor* mask = in.input(DType::F32, {65, 5}, Fill::mask(0.1));
+    return softmax(in.ctx, in.input(DType::F32, {65, 5, 2, 2}, scores), mask, 0.5f, true);
+  });
+  c("f32_33x7x3_permuted_causal", kNmseSoftmax, [=](In& in) {
+    Tensor* a = permute(in.ctx, in.input(DType::F32, {7, 33, 3}, scores), 1, 0, 2, 3);  // [33, 7, 3], nb[0] = 28
+    return softmax(in.ctx, a, nullptr, 0.125f, true);
+  });
+  c("f32_4096x2", kNmseSoftmax, [=](In& in) {
+    return softmax(in.ctx, in.input(DType::F32, {4096, 2}, scores), nullptr, 1.0f, false);
+  });
+  c("f16_33x5x2_causal", kNmseF16Out, [=](In& in) {  // the result is f16
+    return softmax(in.ctx, in.input(DType::F16, {33, 5, 2}, scores), nullptr, 0.125f, true);
+  });
+}
+
+struct RopeShape {
+  int64_t d, n_dims, heads, tokens;
+};
+
+OpCase rope_case(std::string name, RopeMode mode, RopeShape s, DType t, float base, float freq_scale, bool permuted_x,
+                 int64_t max_pos) {
+  const double nmse = t == DType::F16 ? kNmseF16Out : kNmseRope;
+  const double device = t == DType::F16 ? kNmseF16Out : kNmseRopeDevice;
+  return {.name = "rope_" + name,
+          .op = Op::ROPE,
+          .build =
+              [=](In& in) {
+                Tensor* x = permuted_x ? permute(in.ctx, in.input(t, {s.d, s.tokens, s.heads}), 0, 2, 1, 3)
+                                       : in.input(t, {s.d, s.heads, s.tokens});
+                Tensor* pos = in.input(DType::I32, {s.tokens}, Fill::ids(max_pos));
+                return rope(in.ctx, x, pos, static_cast<int>(s.n_dims), base, mode, freq_scale);
+              },
+          .max_nmse = nmse,
+          .max_nmse_device = device};
+}
+
+void add_rope(std::vector<OpCase>& out) {
+  const auto neox = RopeMode::NEOX, normal = RopeMode::NORMAL;
+  // Qwen3.5 shape: 64 rotated dims of a 256-dim head, base 1e7.
+  out.push_back(rope_case("neox_f32_D256_n64_H3_T5", neox, {256, 64, 3, 5}, DType::F32, 1e7f, 1.0f, false, 4096));
+  out.push_back(rope_case("normal_f32_D256_n64_H5_T4", normal, {256, 64, 5, 4}, DType::F32, 1e7f, 1.0f, false, 4096));
+  out.push_back(
+      rope_case("neox_f32_D128_full_H2_T7_fs0p5", neox, {128, 128, 2, 7}, DType::F32, 1e4f, 0.5f, false, 4096));
+  out.push_back(
+      rope_case("normal_f32_D64_n32_H3_T3_permuted_x", normal, {64, 32, 3, 3}, DType::F32, 1e4f, 1.0f, true, 4096));
+  out.push_back(rope_case("neox_f32_D96_n96_H1_T1", neox, {96, 96, 1, 1}, DType::F32, 1e4f, 1.0f, false, 4096));
+  out.push_back(rope_case("neox_f16_D128_n64_H3_T5", neox, {128, 64, 3, 5}, DType::F16, 1e7f, 1.0f, false, 4096));
+  // Long-context positions: double angles keep the CPU tight; f32 angles at p ~ 3e5 are off by up to 2e-2 rad.
+  OpCase far =
+      rope_case("neox_f32_D256_n64_H2_T3_pos_300k", neox, {256, 64, 2, 3}, DType::F32, 1e7f, 1.0f, false, 300000);
+  far.max_nmse_device = 1e-3;
+  out.push_back(std::move(far));
+}
+
+}  // namespace
+
+std::vector<OpCase> attention_cases() {
+  std::vector<OpCase> out;
+  add_softmax(out);
+  add_rope(out);
+  return out;
+}
+
+}  // namespace gl::test

@@ -1,0 +1,106 @@
+// cases_matmul.cpp - MUL_MAT and MUL_MAT_ID for every weight dtype, odd sizes, batch broadcast, strided operands.
+#include <fmt/format.h>
+
+#include "ops/cases.h"
+
+namespace gl::test {
+namespace {
+
+using In = CaseInputs;
+
+// CPU: weights of every dtype decode exactly to f32 and x stays f32, so every
+// weight type shares the f32 dot-product bound.
+constexpr double kNmseCpu = kNmseF32Sum;
+
+// Device backends may round x to the weight's format for tensor cores or int8
+// dot products (as ggml-cuda does), adding that format's rounding of x.
+double device_nmse(DType w) {
+  switch (w) {
+    case DType::F16:
+      return kNmseF16Out;  // x rounded to f16
+    case DType::BF16:
+      return kNmseBf16Out;  // x rounded to bf16
+    case DType::Q8_0:
+      return kNmseQ8Out;  // x quantized to 8 bits per block of 32
+    case DType::F32:
+    case DType::I32:
+      break;
+  }
+  return kNmseF32Sum;
+}
+
+std::string tname(DType t) { return std::string(dtype_name(t)); }
+
+OpCase mm(DType wt, std::string shape, std::function<Tensor*(In&)> build) {
+  return {.name = "mul_mat_" + tname(wt) + "_" + shape,
+          .op = Op::MUL_MAT,
+          .build = std::move(build),
+          .max_nmse = kNmseCpu,
+          .max_nmse_device = device_nmse(wt)};
+}
+
+void add_mul_mat_cases(DType wt, std::vector<OpCase>& out) {
+  // Q8_0 rows hold whole blocks of 32.
+  const int64_t k = wt == DType::Q8_0 ? 96 : 65;
+  out.push_back(mm(wt, fmt::format("K{}_N33_M5", k), [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {k, 33}), in.input(DType::F32, {k, 5}));
+  }));
+  out.push_back(mm(wt, "K256_N65_M1", [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {256, 65}), in.input(DType::F32, {256, 1}));
+  }));
+  // w batches [2, 1] broadcast over x batches [6, 3]: x batch b2 uses w batch b2 / 3.
+  out.push_back(mm(wt, "K64_N9_M5_w2x1_x6x3", [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {64, 9, 2, 1}), in.input(DType::F32, {64, 5, 6, 3}));
+  }));
+  // x with permuted batch/row dims (rows contiguous, dims 1 and 2 swapped in memory).
+  out.push_back(mm(wt, "K64_N17_M7x3_permuted_x", [=](In& in) {
+    Tensor* x = permute(in.ctx, in.input(DType::F32, {64, 3, 7}), 0, 2, 1, 3);
+    return mul_mat(in.ctx, in.input(wt, {64, 17, 3}), x);
+  }));
+}
+
+void add_mul_mat_f32_only(std::vector<OpCase>& out) {
+  // Long accumulation: K = 4096 (still within kNmseF32Sum's sqrt(K) bound).
+  out.push_back(mm(DType::F32, "K4096_N17_M3", [](In& in) {
+    return mul_mat(in.ctx, in.input(DType::F32, {4096, 17}), in.input(DType::F32, {4096, 3}));
+  }));
+  // x transposed: its elements along K are M floats apart.
+  out.push_back(mm(DType::F32, "K65_N31_M5_transposed_x", [](In& in) {
+    Tensor* x = transpose(in.ctx, in.input(DType::F32, {5, 65}));
+    return mul_mat(in.ctx, in.input(DType::F32, {65, 31}), x);
+  }));
+  out.push_back(mm(DType::F32, "K33_N31_M4_transposed_w", [](In& in) {
+    Tensor* w = transpose(in.ctx, in.input(DType::F32, {31, 33}));
+    return mul_mat(in.ctx, w, in.input(DType::F32, {33, 4}));
+  }));
+}
+
+void add_mul_mat_id_cases(DType wt, std::vector<OpCase>& out) {
+  auto c = [&](std::string shape, int64_t x1) {
+    out.push_back({.name = "mul_mat_id_" + tname(wt) + "_" + shape,
+                   .op = Op::MUL_MAT_ID,
+                   .build =
+                       [=](In& in) {
+                         Tensor* experts = in.input(wt, {64, 33, 8});
+                         Tensor* x = in.input(DType::F32, {64, x1, 5});
+                         Tensor* ids = in.input(DType::I32, {4, 5}, Fill::ids_distinct(8));  // 4 of 8 experts per token
+                         return mul_mat_id(in.ctx, experts, x, ids);
+                       },
+                   .max_nmse = kNmseCpu,
+                   .max_nmse_device = device_nmse(wt)});
+  };
+  c("K64_N33_E8_U4_T5_shared_x", 1);        // every chosen expert reads the token's one row (gate/up)
+  c("K64_N33_E8_U4_T5_row_per_expert", 4);  // expert slot u reads row u (down projection)
+}
+
+}  // namespace
+
+std::vector<OpCase> matmul_cases() {
+  std::vector<OpCase> out;
+  for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_cases(wt, out);
+  add_mul_mat_f32_only(out);
+  for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_id_cases(wt, out);
+  return out;
+}
+
+}  // namespace gl::test

@@ -1,0 +1,117 @@
+// cases_reduce.cpp - RMS_NORM, L2_NORM, ARGMAX, TOP_K (exact indices, ties by construction) and SUM_ROWS.
+#include <fmt/format.h>
+
+#include "ops/cases.h"
+
+namespace gl::test {
+namespace {
+
+using In = CaseInputs;
+using Build = std::function<Tensor*(In&)>;
+
+void push(std::vector<OpCase>& out, std::string name, Op op, double nmse, Build build) {
+  out.push_back({.name = std::move(name), .op = op, .build = std::move(build), .max_nmse = nmse});
+}
+
+Tensor* apply_norm(Op op, Context& ctx, Tensor* x) {
+  return op == Op::RMS_NORM ? rms_norm(ctx, x, 1e-6f) : l2_norm(ctx, x, 1e-6f);
+}
+
+void add_norm(Op op, std::vector<OpCase>& out) {
+  const std::string n(op_name(op));
+  // kNmseF32Sum: a sum of squares over the row, then one scale per element.
+  push(out, n + "_f32_4096x3", op, kNmseF32Sum, [op](In& in) {
+    return apply_norm(op, in.ctx, in.input(DType::F32, {4096, 3}));
+  });
+  push(out, n + "_f32_33x7x3", op, kNmseF32Sum, [op](In& in) {
+    return apply_norm(op, in.ctx, in.input(DType::F32, {33, 7, 3}));
+  });
+  push(out, n + "_f32_strided_rows_31x5", op, kNmseF32Sum, [op](In& in) {
+    Tensor* x = in.input(DType::F32, {40, 5});
+    return apply_norm(op, in.ctx, view_2d(in.ctx, x, 31, 5, x->nb[1], 2 * sizeof(float)));
+  });
+  push(out, n + "_f32_transposed_33x5", op, kNmseF32Sum, [op](In& in) {
+    return apply_norm(op, in.ctx, transpose(in.ctx, in.input(DType::F32, {5, 33})));
+  });
+  push(out, n + "_f16_65x3", op, kNmseF16Out, [op](In& in) {  // the result is f16
+    return apply_norm(op, in.ctx, in.input(DType::F16, {65, 3}));
+  });
+}
+
+// Argmax/top_k: indices must match exactly. Inputs are either distinct values
+// spaced far beyond any rounding (no near-ties) or small integers (exact ties,
+// which the contract breaks by the lower index).
+OpCase selection(std::string name, Op op, Build build) {
+  return {.name = std::move(name), .op = op, .build = std::move(build), .compare = compare_indices};
+}
+
+void add_argmax(std::vector<OpCase>& out) {
+  out.push_back(selection("argmax_f32_257x9_distinct", Op::ARGMAX, [](In& in) {
+    return argmax(in.ctx, in.input(DType::F32, {257, 9}, Fill::distinct(0.01)));
+  }));
+  out.push_back(selection("argmax_f32_4096x3_distinct", Op::ARGMAX, [](In& in) {
+    return argmax(in.ctx, in.input(DType::F32, {4096, 3}, Fill::distinct(1e-3)));
+  }));
+  out.push_back(selection("argmax_f32_33x17_ties", Op::ARGMAX, [](In& in) {
+    return argmax(in.ctx, in.input(DType::F32, {33, 17}, Fill::integers(-3, 3)));
+  }));
+  out.push_back(selection("argmax_f32_transposed_33x7x2", Op::ARGMAX, [](In& in) {
+    return argmax(in.ctx, transpose(in.ctx, in.input(DType::F32, {7, 33, 2}, Fill::integers(-40, 40))));
+  }));
+  out.push_back(selection("argmax_f16_65x5_distinct", Op::ARGMAX, [](In& in) {
+    return argmax(in.ctx, in.input(DType::F16, {65, 5}, Fill::distinct(1.0 / 64)));  // multiples of 2^-7: exact in f16
+  }));
+}
+
+void add_top_k(std::vector<OpCase>& out) {
+  struct K {
+    int64_t n, rows;
+    int k;
+  };
+  for (K s : {K{257, 5, 1}, K{257, 5, 5}, K{4096, 2, 40}, K{31, 3, 31}}) {
+    out.push_back(selection(fmt::format("top_k_f32_k{}_{}x{}_distinct", s.k, s.n, s.rows), Op::TOP_K, [s](In& in) {
+      return top_k(in.ctx, in.input(DType::F32, {s.n, s.rows}, Fill::distinct(1e-3)), s.k);
+    }));
+  }
+  out.push_back(selection("top_k_f32_k8_33x9_ties", Op::TOP_K, [](In& in) {
+    return top_k(in.ctx, in.input(DType::F32, {33, 9}, Fill::integers(-3, 3)), 8);
+  }));
+  out.push_back(selection("top_k_f32_k4_permuted_65x3x2", Op::TOP_K, [](In& in) {
+    return top_k(in.ctx, permute(in.ctx, in.input(DType::F32, {65, 2, 3}, Fill::distinct(0.01)), 0, 2, 1, 3), 4);
+  }));
+}
+
+void add_sum_rows(std::vector<OpCase>& out) {
+  // kNmseF32Sum: an f32 sum of the row.
+  push(out, "sum_rows_f32_33x7x3", Op::SUM_ROWS, kNmseF32Sum, [](In& in) {
+    return sum_rows(in.ctx, in.input(DType::F32, {33, 7, 3}));
+  });
+  push(out, "sum_rows_f32_4096x3", Op::SUM_ROWS, kNmseF32Sum, [](In& in) {
+    return sum_rows(in.ctx, in.input(DType::F32, {4096, 3}));
+  });
+  push(out, "sum_rows_f32_transposed_33x5", Op::SUM_ROWS, kNmseF32Sum, [](In& in) {
+    return sum_rows(in.ctx, transpose(in.ctx, in.input(DType::F32, {5, 33})));
+  });
+  push(out, "sum_rows_f16_65x3", Op::SUM_ROWS, kNmseF32Sum, [](In& in) {  // f16 in, f32 out
+    return sum_rows(in.ctx, in.input(DType::F16, {65, 3}));
+  });
+}
+
+}  // namespace
+
+std::string compare_indices(const RefArray& got, const RefArray& want) {
+  const std::string why = compare_exact(got, want);
+  return why.empty() ? why : "indices differ: " + why;
+}
+
+std::vector<OpCase> reduce_cases() {
+  std::vector<OpCase> out;
+  add_norm(Op::RMS_NORM, out);
+  add_norm(Op::L2_NORM, out);
+  add_argmax(out);
+  add_top_k(out);
+  add_sum_rows(out);
+  return out;
+}
+
+}  // namespace gl::test
