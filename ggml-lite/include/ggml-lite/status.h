@@ -69,9 +69,10 @@ class [[nodiscard]] Status {
     if (!(cond)) ::gl::assert_fail(__FILE__, __LINE__, #cond, msg); \
   } while (0)
 
-// Propagates an error from a Status-returning expression.
-#define GL_TRY(expr)                         \
-  do {                                       \
-    ::gl::Status gl_try_s_ = (expr);         \
-    if (!gl_try_s_.ok()) return gl_try_s_;   \
+// Propagates an error from a Status-returning expression, from a function that
+// returns Status or Result<T>.
+#define GL_TRY(expr)                                              \
+  do {                                                            \
+    ::gl::Status gl_try_s_ = (expr);                              \
+    if (!gl_try_s_.ok()) return ::gl::Error(gl_try_s_.error());   \
   } while (0)

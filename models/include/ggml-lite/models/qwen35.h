@@ -1,0 +1,186 @@
+// qwen35.h - the Qwen3.5 / Qwen3.6 family (dense `qwen35`, MoE `qwen35moe`) as lazy graphs.
+//
+//   auto cpu = gl::cpu::make_backend();
+//   gl::Result<gl::qwen35::Model> m = gl::qwen35::Model::load("model.gguf", *cpu);
+//   gl::qwen35::Cache cache(*m, /*n_ctx=*/4096, *cpu);
+//   gl::qwen35::StepGraph step = gl::qwen35::build_step(*m, cache, {.n_tokens = 64, .n_kv = 256});
+//   // write step.in.tokens / pos / kq_mask / out_ids, then run step.graph on an Executor
+//
+// Hyperparameters come from GGUF metadata (llama.cpp's keys); weights keep llama.cpp's layout:
+// RMSNorm weights carry the +1 (except ssm_norm), ssm_a = -exp(A_log), and GDN value heads are
+// in tiled order (value head j reads key head j % Hk). The math is
+// docs/reference/qwen35-mtp-spec.md sections 3-7.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ggml-lite/backend.h"
+#include "ggml-lite/context.h"
+#include "ggml-lite/executor.h"
+#include "ggml-lite/gguf.h"
+#include "ggml-lite/graph.h"
+#include "ggml-lite/status.h"
+
+namespace gl::qwen35 {
+
+enum class Arch : uint8_t { DENSE, MOE };
+
+struct Hparams {
+  Arch arch = Arch::DENSE;
+  std::string arch_name;  // "qwen35" or "qwen35moe"
+  int n_layer = 0;        // trunk layers (block_count minus nextn layers)
+  int n_nextn = 0;        // MTP layers stored after the trunk (blk.{n_layer}...)
+  int64_t n_embd = 0;
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;
+  float eps = 1e-6f;
+
+  // gated full attention
+  int n_head = 0;
+  int n_head_kv = 0;
+  int64_t head_dim = 0;
+  int rope_dims = 0;
+  float rope_base = 1e7f;
+  int full_attn_interval = 4;
+
+  // Gated DeltaNet
+  int64_t conv_kernel = 0;  // Kc
+  int64_t d_k = 0;          // key head dim (ssm.state_size)
+  int64_t n_k_heads = 0;    // Hk (ssm.group_count)
+  int64_t n_v_heads = 0;    // Hv (ssm.time_step_rank)
+  int64_t d_v = 0;          // value head dim (ssm.inner_size / Hv)
+
+  // FFN
+  int64_t n_ff = 0;
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int64_t n_ff_exp = 0;
+  int64_t n_ff_shexp = 0;
+
+  bool is_recurrent(int il) const { return il < n_layer && (il + 1) % full_attn_interval != 0; }
+  int64_t conv_dim() const { return 2 * n_k_heads * d_k + n_v_heads * d_v; }
+
+  static Result<Hparams> from_gguf(const GgufFile& f);
+};
+
+struct LayerWeights {
+  Tensor* attn_norm = nullptr;
+  Tensor* post_attention_norm = nullptr;
+  // gated full attention
+  Tensor* wq = nullptr;  // [n_embd, 2 * head_dim * n_head]: per head [query | gate]
+  Tensor* wk = nullptr;
+  Tensor* wv = nullptr;
+  Tensor* wo = nullptr;
+  Tensor* q_norm = nullptr;
+  Tensor* k_norm = nullptr;
+  // Gated DeltaNet
+  Tensor* wqkv = nullptr;
+  Tensor* wgate = nullptr;
+  Tensor* ssm_conv1d = nullptr;
+  Tensor* ssm_dt = nullptr;
+  Tensor* ssm_a = nullptr;
+  Tensor* ssm_beta = nullptr;
+  Tensor* ssm_alpha = nullptr;
+  Tensor* ssm_norm = nullptr;
+  Tensor* ssm_out = nullptr;
+  // dense FFN
+  Tensor* ffn_gate = nullptr;
+  Tensor* ffn_up = nullptr;
+  Tensor* ffn_down = nullptr;
+  // MoE FFN
+  Tensor* ffn_gate_inp = nullptr;
+  Tensor* ffn_gate_exps = nullptr;
+  Tensor* ffn_up_exps = nullptr;
+  Tensor* ffn_down_exps = nullptr;
+  Tensor* ffn_gate_inp_shexp = nullptr;
+  Tensor* ffn_gate_shexp = nullptr;
+  Tensor* ffn_up_shexp = nullptr;
+  Tensor* ffn_down_shexp = nullptr;
+  // MTP (nextn) layer only
+  Tensor* eh_proj = nullptr;
+  Tensor* enorm = nullptr;
+  Tensor* hnorm = nullptr;
+  Tensor* shared_head_norm = nullptr;
+};
+
+class Model {
+ public:
+  // Reads hyperparameters and binds every weight; errors name the file and tensor.
+  // On a host backend weights are used in place from the mapped file.
+  static Result<std::unique_ptr<Model>> load(const std::string& path, Backend& backend);
+  // Metadata only (no weight data): for graph dumps of any GGUF.
+  static Result<std::unique_ptr<Model>> load_meta(const std::string& path);
+
+  const Hparams& hparams() const { return hp_; }
+  const GgufFile& gguf() const { return file_; }
+  bool has_mtp() const { return hp_.n_nextn > 0; }
+
+  Tensor* tok_embd = nullptr;
+  Tensor* output_norm = nullptr;
+  Tensor* output = nullptr;  // token_embd when tied
+  std::vector<LayerWeights> layers;  // n_layer + n_nextn
+
+ private:
+  Status bind(bool with_data, Backend* backend);
+  Hparams hp_;
+  GgufFile file_;
+  Context ctx_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+};
+
+// Per-sequence state: KV of the full-attention layers, conv windows and recurrent states of the
+// Gated DeltaNet layers. Slots are positions (one sequence).
+class Cache {
+ public:
+  Cache(const Model& m, int n_ctx, Backend& backend);
+  int n_ctx() const { return n_ctx_; }
+  int n_past = 0;  // committed positions
+  void clear();    // zero everything, n_past = 0
+  Backend& backend() { return backend_; }
+
+  std::vector<Tensor*> k, v;         // per layer (null for GDN layers): [head_dim * n_head_kv, n_ctx]
+  std::vector<Tensor*> conv, state;  // per layer (null for attention layers): [conv_dim, Kc-1], [Dv, Dk, Hv]
+
+ private:
+  Backend& backend_;
+  Context ctx_;
+  std::unique_ptr<Buffer> buf_;
+  int n_ctx_;
+};
+
+struct StepShape {
+  int n_tokens = 1;
+  int n_kv = 0;          // attention span (>= n_past + n_tokens), a bucket of the cache
+  int n_outputs = 1;     // rows that need logits
+  int n_states = 1;      // GDN states kept per token at the end of the step (K+1 for verify)
+  bool hidden_all = false;  // keep the pre-norm hidden state of every row (MTP); else slice early
+};
+
+struct StepInputs {
+  Tensor* tokens = nullptr;   // I32 [n_tokens]
+  Tensor* pos = nullptr;      // I32 [n_tokens] positions, also the cache slots
+  Tensor* kq_mask = nullptr;  // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere
+  Tensor* out_ids = nullptr;  // I32 [n_outputs]: rows that get logits
+};
+
+struct StepGraph {
+  std::unique_ptr<Context> ctx;
+  Graph graph;
+  StepShape shape;
+  StepInputs in;
+  Tensor* logits = nullptr;      // F32 [n_vocab, n_outputs]
+  Tensor* hidden = nullptr;      // F32 [n_embd, rows]: pre-norm, all rows when hidden_all
+  std::vector<Tensor*> gdn_states;  // per GDN layer: [Dv, Dk, Hv, n_states] snapshots
+  std::vector<Tensor*> conv_windows;  // per GDN layer: [conv_dim, Kc-1+n_tokens] (old state + inputs)
+};
+
+// Builds one step (prefill chunk, decode, verify). Topology depends only on the shape.
+StepGraph build_step(const Model& m, Cache& cache, const StepShape& shape);
+
+// Writes the step inputs (after Executor::allocate): tokens at positions n_past.., a causal mask
+// over the cache, and the rows that get logits.
+void fill_step_inputs(const StepGraph& g, Executor& ex, const int32_t* tokens, int n_past, const int32_t* out_rows);
+
+}  // namespace gl::qwen35

@@ -1,0 +1,56 @@
+// runner.h - runs Qwen3.5 step graphs over a cache: prefill in chunks, decode, verify, rollback.
+//
+//   gl::qwen35::Runner r(*model, *cpu, /*n_ctx=*/1024);
+//   auto logits = r.eval(prompt, {static_cast<int32_t>(prompt.size()) - 1});  // last row only
+//   auto next = r.eval(std::vector<int32_t>{tok}, {0});                       // decode one
+//   r.eval(draft_block, all_rows, {.keep_states = true});                     // verify K+1 rows
+//   GL_TRY(r.rollback(n_accepted + 1));                                       // keep a prefix
+//
+// Step graphs are built once per shape (tokens, KV bucket, outputs, states) and reused; the
+// executor caches plans by graph fingerprint, so repeated steps cost no re-planning.
+#pragma once
+
+#include <map>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "ggml-lite/executor.h"
+#include "ggml-lite/models/qwen35.h"
+
+namespace gl::qwen35 {
+
+struct EvalOptions {
+  bool keep_states = false;  // keep per-token GDN states and conv windows so rollback() works
+  bool hidden_all = false;   // keep every row's pre-norm hidden state (for the MTP head)
+};
+
+class Runner {
+ public:
+  Runner(const Model& m, Backend& backend, int n_ctx, int kv_bucket = 256);
+
+  // Runs tokens at positions cache().n_past.. and advances n_past. Returns the logits of
+  // out_rows (indices into tokens), row-major [out_rows.size(), n_vocab].
+  Result<std::vector<float>> eval(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,
+                                  const EvalOptions& opt = {});
+  // After an eval with keep_states: keep only the first n_keep tokens of that step (KV is
+  // truncated, GDN state and conv window restored from the snapshot of row n_keep - 1).
+  Status rollback(int n_keep);
+  // The last step graph run (for dumps and for reading named tensors).
+  const StepGraph* last_step() const { return last_; }
+  Cache& cache() { return cache_; }
+  Executor& executor() { return ex_; }
+
+ private:
+  StepGraph& step_for(const StepShape& shape);
+  const Model& m_;
+  Backend& backend_;
+  Cache cache_;
+  Executor ex_;
+  int kv_bucket_;
+  std::map<std::tuple<int, int, int, int, bool>, StepGraph> steps_;
+  StepGraph* last_ = nullptr;
+  int last_start_ = 0;  // n_past before the last step
+};
+
+}  // namespace gl::qwen35

@@ -1,0 +1,48 @@
+// cache.cpp - KV cache and Gated DeltaNet state for one sequence.
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "ggml-lite/models/qwen35.h"
+
+namespace gl::qwen35 {
+
+Cache::Cache(const Model& m, int n_ctx, Backend& backend) : backend_(backend), n_ctx_(n_ctx) {
+  const Hparams& hp = m.hparams();
+  const auto n = static_cast<size_t>(hp.n_layer);
+  k.assign(n, nullptr);
+  v.assign(n, nullptr);
+  conv.assign(n, nullptr);
+  state.assign(n, nullptr);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    if (hp.is_recurrent(il)) {
+      conv[il] = ctx_.new_tensor(DType::F32, {hp.conv_dim(), hp.conv_kernel - 1}, fmt::format("cache_conv-{}", il));
+      state[il] = ctx_.new_tensor(DType::F32, {hp.d_v, hp.d_k, hp.n_v_heads}, fmt::format("cache_state-{}", il));
+    } else {
+      const int64_t row = hp.head_dim * hp.n_head_kv;
+      k[il] = ctx_.new_tensor(DType::F32, {row, n_ctx}, fmt::format("cache_k-{}", il));
+      v[il] = ctx_.new_tensor(DType::F32, {row, n_ctx}, fmt::format("cache_v-{}", il));
+    }
+  }
+  size_t total = 0;
+  const size_t align = backend.alignment();
+  for (Tensor& t : ctx_) total += (nbytes(t) + align - 1) / align * align;
+  buf_ = backend.alloc_buffer(total, BufferUsage::ANY);
+  size_t off = 0;
+  for (Tensor& t : ctx_) {
+    t.flags |= TENSOR_WEIGHT;
+    buf_->bind(t, off);
+    off += (nbytes(t) + align - 1) / align * align;
+  }
+  clear();
+}
+
+void Cache::clear() {
+  for (Tensor& t : ctx_) {
+    const std::vector<char> zeros(nbytes(t), 0);
+    backend_.set_tensor(t, zeros.data(), 0, zeros.size());
+  }
+  n_past = 0;
+}
+
+}  // namespace gl::qwen35

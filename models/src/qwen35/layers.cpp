@@ -1,0 +1,96 @@
+// layers.cpp - gated attention, Gated DeltaNet and FFN blocks (spec sections 5-7).
+#include "layers.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace gl::qwen35::detail {
+namespace {
+
+Tensor* named(Tensor* t, const char* name, int il) {
+  return set_name(t, il >= 0 ? fmt::format("{}-{}", name, il) : std::string(name));
+}
+
+constexpr size_t kF32 = sizeof(float);
+
+}  // namespace
+
+Tensor* norm(StepCtx& s, Tensor* x, Tensor* w, const char* name, int il) {
+  return named(mul(s.ctx, rms_norm(s.ctx, x, s.hp.eps), w), name, il);
+}
+
+Tensor* attention(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* k_cache, Tensor* v_cache, int il) {
+  Context& c = s.ctx;
+  const Hparams& hp = s.hp;
+  const int64_t hd = hp.head_dim, nh = hp.n_head, nkv = hp.n_head_kv, T = s.shape.n_tokens, nkv_span = s.shape.n_kv;
+
+  // q_proj output is per head [query (hd) | gate (hd)]: two strided views.
+  Tensor* qg = named(mul_mat(c, w.wq, x), "attn_qg", il);  // [2 hd nh, T]
+  Tensor* q = view_3d(c, qg, hd, nh, T, 2 * hd * kF32, 2 * hd * nh * kF32, 0);
+  Tensor* gate = view_3d(c, qg, hd, nh, T, 2 * hd * kF32, 2 * hd * nh * kF32, hd * kF32);
+  Tensor* k = reshape(c, mul_mat(c, w.wk, x), {hd, nkv, T});
+  Tensor* v = mul_mat(c, w.wv, x);  // [hd nkv, T]
+
+  q = mul(c, rms_norm(c, q, hp.eps), w.q_norm);
+  k = mul(c, rms_norm(c, k, hp.eps), w.k_norm);
+  q = named(rope(c, q, s.in.pos, hp.rope_dims, hp.rope_base, RopeMode::NEOX), "q_rope", il);
+  k = named(rope(c, k, s.in.pos, hp.rope_dims, hp.rope_base, RopeMode::NEOX), "k_rope", il);
+
+  // Cache rows are positions; the views below read the first n_kv of them.
+  Tensor* kc = set_rows(c, k_cache, reshape(c, k, {hd * nkv, T}), s.in.pos);
+  Tensor* vc = set_rows(c, v_cache, v, s.in.pos);
+  Tensor* K = permute(c, view_3d(c, kc, hd, nkv, nkv_span, hd * kF32, hd * nkv * kF32, 0), 0, 2, 1, 3);
+  Tensor* Vt = cont(c, permute(c, view_3d(c, vc, hd, nkv, nkv_span, hd * kF32, hd * nkv * kF32, 0), 1, 2, 0, 3));
+  Tensor* Q = permute(c, q, 0, 2, 1, 3);  // [hd, T, nh]
+
+  // GQA: mul_mat broadcasts K's nkv heads over nh query heads (head h reads kv head h / (nh / nkv)).
+  Tensor* kq = mul_mat(c, K, Q);  // [n_kv, T, nh]
+  kq = named(softmax(c, kq, s.in.kq_mask, 1.0f / std::sqrt(static_cast<float>(hd)), false), "kq_soft", il);
+  Tensor* kqv = mul_mat(c, Vt, kq);  // [hd, T, nh]
+  Tensor* o = cont(c, permute(c, kqv, 0, 2, 1, 3));  // [hd, nh, T]
+  o = named(mul(c, o, sigmoid(c, gate)), "attn_gated", il);
+  return named(mul_mat(c, w.wo, reshape(c, o, {hd * nh, T})), "attn_out", il);
+}
+
+GdnOut gated_delta_net(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* conv_cache, Tensor* state_cache, int il) {
+  Context& c = s.ctx;
+  const Hparams& hp = s.hp;
+  const int64_t T = s.shape.n_tokens, dk = hp.d_k, dv = hp.d_v, hk = hp.n_k_heads, hv = hp.n_v_heads;
+  const int64_t cdim = hp.conv_dim(), kc = hp.conv_kernel;
+
+  Tensor* qkv = named(mul_mat(c, w.wqkv, x), "gdn_qkv", il);  // [conv_dim, T]
+  Tensor* z = mul_mat(c, w.wgate, x);                          // [hv dv, T]
+  Tensor* beta = sigmoid(c, mul_mat(c, w.ssm_beta, x));        // [hv, T]
+  Tensor* a = mul_mat(c, w.ssm_alpha, x);                      // [hv, T]
+  // g = -exp(A_log) * softplus(a + dt_bias): log-space decay, <= 0
+  Tensor* g = named(mul(c, softplus(c, add(c, a, w.ssm_dt)), w.ssm_a), "gdn_g", il);
+
+  // Causal conv over [old Kc-1 inputs | new inputs]; the last Kc-1 columns become the new state.
+  Tensor* window = named(concat(c, conv_cache, qkv, 1), "conv_window", il);  // [conv_dim, Kc-1+T]
+  Tensor* conv = named(silu(c, ssm_conv(c, window, w.ssm_conv1d)), "conv_out", il);
+  s.effects.push_back(
+      cpy(c, view_2d(c, window, cdim, kc - 1, cdim * kF32, static_cast<size_t>(T * cdim) * kF32), conv_cache));
+
+  const size_t row = static_cast<size_t>(cdim) * kF32;
+  Tensor* q = view_3d(c, conv, dk, hk, T, dk * kF32, row, 0);
+  Tensor* k = view_3d(c, conv, dk, hk, T, dk * kF32, row, hk * dk * kF32);
+  Tensor* v = view_3d(c, conv, dv, hv, T, dv * kF32, row, 2 * hk * dk * kF32);
+  q = scale(c, l2_norm(c, q, 1e-6f), 1.0f / std::sqrt(static_cast<float>(dk)));
+  k = l2_norm(c, k, 1e-6f);
+
+  GdrResult r = gated_delta_rule(c, q, k, v, g, beta, state_cache, s.shape.n_states);
+  set_name(r.node, fmt::format("gdr-{}", il));
+  const size_t state_bytes = static_cast<size_t>(dv * dk * hv) * kF32;
+  Tensor* last = view_3d(c, r.states, dv, dk, hv, dv * kF32, dv * dk * kF32,
+                         static_cast<size_t>(s.shape.n_states - 1) * state_bytes);
+  s.effects.push_back(cpy(c, last, state_cache));
+
+  // Gated RMSNorm per value head (plain weight), then silu(z) and the output projection.
+  Tensor* o = mul(c, rms_norm(c, r.out, hp.eps), w.ssm_norm);  // [dv, hv, T]
+  o = named(mul(c, o, silu(c, reshape(c, z, {dv, hv, T}))), "gdn_gated", il);
+  Tensor* out = named(mul_mat(c, w.ssm_out, reshape(c, o, {dv * hv, T})), "gdn_out", il);
+  return {out, r.states, window};
+}
+
+}  // namespace gl::qwen35::detail

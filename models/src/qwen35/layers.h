@@ -1,0 +1,37 @@
+// layers.h - Qwen3.5 layer builders shared by the trunk and the MTP head (private to models/).
+#pragma once
+
+#include "ggml-lite/models/qwen35.h"
+#include <vector>
+
+#include "ggml-lite/ops.h"
+
+namespace gl::qwen35::detail {
+
+// Per-step tensors every layer reads.
+struct StepCtx {
+  Context& ctx;
+  const Hparams& hp;
+  const StepShape& shape;
+  const StepInputs& in;
+  std::vector<Tensor*>& effects;  // cache writes no output depends on; built into the graph too
+};
+
+// RMSNorm with a stored weight (GGUF weights already carry the +1).
+Tensor* norm(StepCtx& s, Tensor* x, Tensor* w, const char* name, int il);
+
+// Gated full attention over a KV cache: x [n_embd, T] -> [n_embd, T]; writes K, V at in.pos.
+Tensor* attention(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* k_cache, Tensor* v_cache, int il);
+
+struct GdnOut {
+  Tensor* out;      // [n_embd, T]
+  Tensor* states;   // [Dv, Dk, Hv, n_states]
+  Tensor* window;   // [conv_dim, Kc-1+T]
+};
+// Gated DeltaNet over the conv window and recurrent state caches; writes the final state back.
+GdnOut gated_delta_net(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* conv_cache, Tensor* state_cache, int il);
+
+// Dense SwiGLU FFN or the MoE block, whichever the layer has.
+Tensor* ffn(StepCtx& s, const LayerWeights& w, Tensor* x, int il);
+
+}  // namespace gl::qwen35::detail

@@ -1,0 +1,61 @@
+// fixture.cpp - converts the committed Hugging Face fixtures with gguf-convert, once per process.
+#include "fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "gguf-tools/convert.h"
+
+namespace gl::test {
+
+std::vector<float> ModelFixture::tensor(const std::string& tname) const {
+  const SafetensorsTensor* t = ref.find(tname);
+  GL_ASSERT(t != nullptr, "reference tensor missing");
+  std::vector<float> out(static_cast<size_t>(t->nelements()));
+  std::memcpy(out.data(), t->data.data(), out.size() * sizeof(float));
+  return out;
+}
+
+const ModelFixture& model_fixture(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<ModelFixture>> cache;  // test-process lifetime
+  auto it = cache.find(name);
+  if (it != cache.end()) return *it->second;
+
+  const std::filesystem::path dir = std::filesystem::path(GL_SOURCE_DIR) / "tests" / "fixtures" / name;
+  const std::filesystem::path out_dir = std::filesystem::path(GL_BINARY_DIR) / "test-models";
+  std::filesystem::create_directories(out_dir);
+  auto f = std::make_unique<ModelFixture>();
+  f->name = name;
+  f->gguf = (out_dir / (name + "-f32.gguf")).string();
+  tools::ConvertOptions opt;
+  opt.model_dir = dir.string();
+  opt.output = f->gguf;
+  opt.outtype = DType::F32;
+  Result<tools::ConvertReport> rep = tools::convert_checkpoint(opt);
+  GL_ASSERT(rep.ok(), rep.ok() ? "" : rep.error().c_str());
+  std::ifstream js(dir / "reference.json");
+  f->meta = nlohmann::json::parse(js);
+  Result<SafetensorsFile> ref = SafetensorsFile::open((dir / "reference.safetensors").string());
+  GL_ASSERT(ref.ok(), "reference.safetensors");
+  f->ref = std::move(*ref);
+  f->prompt = f->meta["prompt_ids"].get<std::vector<int32_t>>();
+  f->greedy = f->meta["greedy_ids"].get<std::vector<int32_t>>();
+  return *cache.emplace(name, std::move(f)).first->second;
+}
+
+double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  GL_ASSERT(a.size() == b.size(), "size mismatch");
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num = std::fmax(num, std::fabs(double(a[i]) - b[i]));
+    den = std::fmax(den, std::fabs(double(b[i])));
+  }
+  return num / den;
+}
+
+}  // namespace gl::test
