@@ -1,11 +1,13 @@
 // graph-dump - prints a graph as text, Graphviz DOT or JSON.
 //
+//   graph-dump -m model.gguf --step prefill -n 64 -f dot -o prefill.dot   # a model step graph
+//   graph-dump -m model.gguf --step verify --draft 3                      # verify of K+1 rows
 //   graph-dump --format dot -o block.dot && dot -Tsvg block.dot > block.svg
 //   graph-dump --plan                     # with backends and arena offsets
 //
-// Until model definitions exist this dumps a built-in example: one
-// transformer-style block (rms_norm, q/k/v projections, rope, causal softmax
-// attention with grouped KV heads, swiglu FFN), built only from ops.h.
+// With -m it builds a Qwen3.5 step graph from the GGUF's metadata without reading weight data.
+// Without -m it dumps a built-in example: one transformer-style block (rms_norm, q/k/v
+// projections, rope, causal softmax attention with grouped KV heads, swiglu FFN).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include "ggml-lite/cpu.h"
 #include "ggml-lite/dump.h"
 #include "ggml-lite/graph.h"
+#include "ggml-lite/models/qwen35.h"
 #include "ggml-lite/planner.h"
 #include "ggml-lite/scheduler.h"
 
@@ -103,23 +106,75 @@ bool write_atomically(const std::string& path, const std::string& text) {
   return !ec;
 }
 
+struct ModelStep {
+  std::unique_ptr<gl::qwen35::Model> model;
+  std::unique_ptr<gl::Backend> cpu;
+  std::unique_ptr<gl::qwen35::Cache> cache;
+  gl::qwen35::StepGraph step;
+};
+
+// A Qwen3.5 step graph from GGUF metadata; weights stay unread.
+gl::Result<ModelStep> model_step(const std::string& path, const std::string& kind, int n_tokens, int n_draft,
+                                 int n_ctx) {
+  auto m = gl::qwen35::Model::load_meta(path);
+  if (!m) return gl::Error(m.error());
+  ModelStep ms;
+  ms.model = std::move(*m);
+  ms.cpu = gl::cpu::make_backend({.n_threads = 1});
+  ms.cache = std::make_unique<gl::qwen35::Cache>(*ms.model, n_ctx, *ms.cpu);
+  gl::qwen35::StepShape sh;
+  if (kind == "prefill") {
+    sh = {.n_tokens = n_tokens, .n_kv = n_ctx, .n_outputs = 1};
+  } else if (kind == "decode") {
+    sh = {.n_tokens = 1, .n_kv = n_ctx, .n_outputs = 1};
+  } else {
+    sh = {.n_tokens = n_draft + 1, .n_kv = n_ctx, .n_outputs = n_draft + 1, .n_states = n_draft + 1};
+  }
+  if (sh.n_tokens < 1 || sh.n_tokens > n_ctx)
+    return gl::Error(fmt::format("--tokens/--draft give {} tokens, outside [1, --ctx {}]", sh.n_tokens, n_ctx));
+  ms.step = gl::qwen35::build_step(*ms.model, *ms.cache, sh);
+  return ms;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "graph-dump: print a ggml-lite graph as text, Graphviz DOT or JSON.\n"
-      "Until model definitions exist, it dumps a built-in example graph: one small\n"
-      "transformer block (rms_norm, q/k/v mul_mat, rope, causal softmax attention, swiglu FFN)."};
+      "With -m it dumps a step graph of a Qwen3.5 GGUF (prefill, decode or verify) from its metadata\n"
+      "alone; without -m, a built-in example graph: one small transformer block."};
   std::string format = "text";
   std::string out_path;
   bool plan = false;
   app.add_option("-f,--format", format, "output format")->check(CLI::IsMember({"text", "dot", "json"}));
   app.add_option("-o,--output", out_path, "write to FILE (atomically) instead of stdout");
   app.add_flag("--plan", plan, "schedule on the CPU backend, plan memory, show arena offsets and peak vs naive bytes");
+  std::string model_path, step_kind = "prefill";
+  int n_tokens = 64, n_draft = 3, n_ctx = 256;
+  app.add_option("-m,--model", model_path, "Qwen3.5 GGUF: dump one of its step graphs (weights are not read)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--step", step_kind, "step graph to dump with -m")->check(CLI::IsMember({"prefill", "decode", "verify"}));
+  app.add_option("-n,--tokens", n_tokens, "prompt tokens of the prefill step")->check(CLI::PositiveNumber);
+  app.add_option("--draft", n_draft, "draft tokens K of the verify step (K+1 rows)")->check(CLI::NonNegativeNumber);
+  app.add_option("--ctx", n_ctx, "KV cache span of the step")->check(CLI::PositiveNumber);
+  app.footer("Examples:\n  graph-dump -m model.gguf --step prefill -n 64 -f dot -o prefill.dot\n"
+             "  graph-dump -m model.gguf --step verify --draft 3\n  graph-dump --plan");
   CLI11_PARSE(app, argc, argv);
 
   gl::Context ctx;
-  gl::Graph g = gl::Graph::build({build_block(ctx, BlockShape{})});
+  ModelStep ms;
+  gl::Graph g;
+  if (!model_path.empty()) {
+    auto r = model_step(model_path, step_kind, n_tokens, n_draft, n_ctx);
+    if (!r) {
+      fmt::print(stderr, "graph-dump: {}\n", r.error());
+      return 1;
+    }
+    ms = std::move(*r);
+    g = ms.step.graph;
+  } else {
+    g = gl::Graph::build({build_block(ctx, BlockShape{})});
+  }
 
   std::unique_ptr<gl::Backend> cpu;
   std::unique_ptr<gl::Buffer> arena;  // outlives the dump: tensors point into it
