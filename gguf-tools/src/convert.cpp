@@ -41,13 +41,12 @@ Status check_model_dir(const std::string& dir) {
 }
 
 // Every spec bound to its source; fails on a missing/odd tensor or a checkpoint tensor no spec uses.
-Result<std::vector<OutTensor>> plan_tensors(const ModelDims& d, const SafetensorsModel& model, DType outtype,
-                                            bool include_mtp) {
+Result<std::vector<OutTensor>> plan_tensors(const ModelDims& d, const SafetensorsModel& model, DType outtype) {
   Result<SourceSet> src = SourceSet::open(model);
   if (!src) return Error(src.error());
   src->ignore_prefix("model.visual.");
   src->ignore_prefix("visual.");
-  if (!include_mtp) {
+  if (d.n_mtp == 0) {  // --no-mtp, or a config without MTP layers
     src->ignore_prefix("mtp.");
     src->ignore_prefix("model.mtp.");
   }
@@ -87,7 +86,7 @@ Result<ConvertReport> convert_impl(const ConvertOptions& opt) {
   GgufFile meta;
   write_model_keys(meta, *dims, opt.name.empty() ? base_name(opt.model_dir) : opt.name, rep.outtype);
   write_tokenizer_keys(meta, *tok);
-  Result<std::vector<OutTensor>> ts = plan_tensors(*dims, *model, rep.outtype, opt.include_mtp);
+  Result<std::vector<OutTensor>> ts = plan_tensors(*dims, *model, rep.outtype);
   if (!ts) return Error(fmt::format("{}: {}", opt.model_dir, ts.error()));
   Result<GgufFile> layout = streamed_layout(meta, *ts);
   if (!layout) return Error(layout.error());

@@ -106,9 +106,8 @@ Status add_source(const SafetensorsTensor& t, const std::vector<int64_t>& want, 
   return {};
 }
 
-Error missing(const SourceSet& src, const TensorSpec& s, const std::string& what) {
-  return Error(fmt::format("missing tensor '{}' (needed for {})", what.empty() ? src.full_name(s.hf, s.hf_top_level)
-                                                                              : what, s.name));
+Error missing(const TensorSpec& s, const std::string& full) {
+  return Error(fmt::format("missing tensor '{}' (needed for {})", full, s.name));
 }
 
 // The PyTorch shape of the source of a single-tensor spec.
@@ -168,7 +167,7 @@ void set_transform(const TensorSpec& s, const ModelDims& d, Gather& g) {
 
 Status bind_single(const TensorSpec& s, const ModelDims& d, SourceSet& src, Gather& g) {
   const SafetensorsTensor* t = src.find(s.hf, s.hf_top_level);
-  if (!t) return missing(src, s, "");
+  if (!t) return missing(s, src.full_name(s.hf, s.hf_top_level));
   GL_TRY(add_source(*t, source_shape(s, d), g, src));
   set_transform(s, d, g);
   return {};
@@ -194,14 +193,15 @@ Status bind_experts(const TensorSpec& s, const ModelDims& d, SourceSet& src, Gat
     return {};
   }
   const std::string proj = down ? "down_proj" : up ? "up_proj" : "gate_proj";
-  const std::string first = src.full_name(fmt::format("{}.0.{}.weight", s.hf, proj), s.hf_top_level);
-  if (!src.find(fmt::format("{}.0.{}.weight", s.hf, proj), s.hf_top_level))
-    return missing(src, s, fmt::format("{}.{}' or '{}", src.full_name(s.hf, s.hf_top_level),
-                                       down ? "down_proj" : "gate_up_proj", first));
+  const std::string first = fmt::format("{}.0.{}.weight", s.hf, proj);
+  if (!src.find(first, s.hf_top_level))
+    return Error(fmt::format("missing tensor '{}.{}' or per-expert '{}' (needed for {})",
+                             src.full_name(s.hf, s.hf_top_level), down ? "down_proj" : "gate_up_proj",
+                             src.full_name(first, s.hf_top_level), s.name));
   for (int64_t e = 0; e < E; ++e) {
     const std::string name = fmt::format("{}.{}.{}.weight", s.hf, e, proj);
     const SafetensorsTensor* t = src.find(name, s.hf_top_level);
-    if (!t) return missing(src, s, src.full_name(name, s.hf_top_level));
+    if (!t) return missing(s, src.full_name(name, s.hf_top_level));
     GL_TRY(add_source(*t, down ? std::vector<int64_t>{H, Fe} : std::vector<int64_t>{Fe, H}, g, src));
   }
   const int64_t rows = down ? H : Fe;

@@ -42,7 +42,9 @@ TEST(Qwen35Graph, PrefillSlicesOutputRowsBeforeTheHead) {
   EXPECT_EQ(rows_of(g, "ffn_out-" + std::to_string(last)), 1) << "last FFN rows";
   EXPECT_EQ(rows_of(g, "l_out-" + std::to_string(last - 1)), 64) << "earlier layers see every row";
   for (const Tensor* n : g.graph.nodes()) {
-    if (n->op == Op::MUL_MAT && n->src[0] == mm.model->output) EXPECT_EQ(n->ne[1], 1) << n->name;
+    if (n->op == Op::MUL_MAT && n->src[0] == mm.model->output) {
+      EXPECT_EQ(n->ne[1], 1) << n->name;
+    }
   }
 }
 

@@ -5,8 +5,11 @@
 
 #include <cmath>
 
-#include "gguf-tools/model_spec.h"
+#include <fmt/format.h>
+
+#include "expected_map.h"
 #include "gguf-tools/convert.h"
+#include "gguf-tools/model_spec.h"
 #include "tools_test_util.h"
 
 namespace gl::tools::test {
@@ -183,6 +186,110 @@ TEST_F(Transforms, ExpertsSplitIntoGateAndUp) {
   EXPECT_EQ(down, hd);
   EXPECT_EQ(c.g("blk.1.ffn_gate_inp_shexp.weight"), c.h("layers.1.mlp.shared_expert_gate.weight"));
   EXPECT_EQ(c.g("blk.4.ffn_gate_inp.weight"), c.h("mtp.layers.0.mlp.gate.weight"));
+}
+
+// Qwen3-Next / FP8-style per-expert tensors (mlp.experts.{e}.{gate,up,down}_proj.weight) must
+// give exactly the file the fused layout gives.
+TEST(TransformsPerExpert, SameFileAsFusedExperts) {
+  const std::string dir = tmp_dir(), src = fixture_dir("qwen35-moe-tiny");
+  copy_fixture_meta(src, dir);
+  constexpr int64_t E = 8, Fe = 32;
+  std::vector<StTensor> out;
+  for (StTensor& t : copy_tensors(std::move(SafetensorsModel::open(src)).value())) {
+    const bool gate_up = t.name.ends_with("mlp.experts.gate_up_proj"), down = t.name.ends_with("mlp.experts.down_proj");
+    if (!gate_up && !down) {
+      out.push_back(std::move(t));
+      continue;
+    }
+    const std::string base = t.name.substr(0, t.name.rfind('.'));
+    const size_t per = t.bytes.size() / E;  // one expert's [2Fe, H] or [H, Fe]
+    for (int64_t e = 0; e < E; ++e) {
+      const auto at = t.bytes.begin() + static_cast<std::ptrdiff_t>(per * static_cast<size_t>(e));
+      const std::string p = fmt::format("{}.{}.", base, e);
+      if (down) {
+        out.push_back({p + "down_proj.weight", "F32", {kH, Fe}, {at, at + static_cast<std::ptrdiff_t>(per)}});
+      } else {
+        const auto half = static_cast<std::ptrdiff_t>(per / 2);
+        out.push_back({p + "gate_proj.weight", "F32", {Fe, kH}, {at, at + half}});
+        out.push_back({p + "up_proj.weight", "F32", {Fe, kH}, {at + half, at + 2 * half}});
+      }
+    }
+  }
+  write_safetensors(dir + "/model.safetensors", out);
+  for (DType type : {DType::F32, DType::Q8_0}) {
+    ConvertOptions o;
+    o.outtype = type;
+    o.name = "same";
+    o.model_dir = src;
+    o.output = dir + "/fused.gguf";
+    ASSERT_TRUE(convert_checkpoint(o).ok());
+    o.model_dir = dir;
+    o.output = dir + "/per-expert.gguf";
+    Result<ConvertReport> r = convert_checkpoint(o);
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(read_bytes(dir + "/fused.gguf"), read_bytes(dir + "/per-expert.gguf")) << dtype_name(type);
+  }
+}
+
+// With Hk = 2, Hv = 4 the grouped -> tiled permutation is its own inverse, so the fixture cannot
+// tell a mapping from its inverse. Rebuild the dense fixture with Hv = 6 (r = 3) and compare every
+// GDN tensor with llama.cpp's forward form (expected_map.h).
+TEST(TransformsNonSquare, Hk2Hv6MatchesLlamaCppForwardReorder) {
+  const std::string dir = tmp_dir(), src = fixture_dir("qwen35-dense-tiny");
+  copy_fixture_meta(src, dir);
+  nlohmann::json cfg = read_json(dir + "/config.json");
+  cfg["text_config"]["linear_num_value_heads"] = 6;
+  write_text(dir + "/config.json", cfg.dump(1));
+  const Geometry g(cfg["text_config"]);
+  const int64_t C = g.qk() + g.Hv * g.Dv, V = g.Hv * g.Dv;
+  const std::map<std::string, std::vector<int64_t>> gdn = {
+      {"in_proj_qkv.weight", {C, g.H}}, {"in_proj_z.weight", {V, g.H}}, {"in_proj_b.weight", {g.Hv, g.H}},
+      {"in_proj_a.weight", {g.Hv, g.H}}, {"conv1d.weight", {C, 1, g.Kc}}, {"dt_bias", {g.Hv}},
+      {"A_log", {g.Hv}}, {"out_proj.weight", {g.H, V}}};
+  std::vector<StTensor> ts = copy_tensors(std::move(SafetensorsModel::open(src)).value());
+  for (StTensor& t : ts) {
+    const size_t at = t.name.find("linear_attn.");
+    if (at == std::string::npos || !gdn.count(t.name.substr(at + 12))) continue;
+    t.shape = gdn.at(t.name.substr(at + 12));
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37f * static_cast<float>(i) + 0.1f * static_cast<float>(t.name.size()));
+    t.bytes.resize(v.size() * 4);
+    std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  }
+  write_safetensors(dir + "/model.safetensors", ts);
+
+  ConvertOptions o;
+  o.model_dir = dir;
+  o.output = dir + "/out.gguf";
+  o.outtype = DType::F32;
+  Result<ConvertReport> r = convert_checkpoint(o);
+  ASSERT_TRUE(r.ok()) << r.error();
+  Result<GgufFile> f = GgufFile::open(o.output);
+  Result<SafetensorsModel> m = SafetensorsModel::open(dir);
+  ASSERT_TRUE(f.ok() && m.ok());
+  const std::pair<const char*, Kind> checks[] = {
+      {"in_proj_qkv.weight", Kind::QKV}, {"in_proj_z.weight", Kind::Z}, {"in_proj_b.weight", Kind::BA},
+      {"in_proj_a.weight", Kind::BA},    {"conv1d.weight", Kind::CONV}, {"dt_bias", Kind::DT},
+      {"A_log", Kind::A_LOG},            {"out_proj.weight", Kind::OUT}};
+  const std::map<std::string, std::string> gguf_name = {
+      {"in_proj_qkv.weight", "attn_qkv.weight"}, {"in_proj_z.weight", "attn_gate.weight"},
+      {"in_proj_b.weight", "ssm_beta.weight"},   {"in_proj_a.weight", "ssm_alpha.weight"},
+      {"conv1d.weight", "ssm_conv1d.weight"},    {"dt_bias", "ssm_dt.bias"},
+      {"A_log", "ssm_a"},                        {"out_proj.weight", "ssm_out.weight"}};
+  for (const auto& [hf, kind] : checks) {
+    const SafetensorsTensor* s = m->find("model.language_model.layers.1.linear_attn." + std::string(hf));
+    const GgufTensorInfo* t = f->find_tensor("blk.1." + gguf_name.at(hf));
+    ASSERT_TRUE(s && t) << hf;
+    EXPECT_EQ(gguf_floats(*t), expected_values(kind, st_floats(*s), s->shape, g)) << hf;
+  }
+  // Spot check in words: with r = 3 the tiled order is [v0, v3, v1, v4, v2, v5].
+  const std::vector<float> z = gguf_floats(*f->find_tensor("blk.1.attn_gate.weight"));
+  const std::vector<float> hz = st_floats(*m->find("model.language_model.layers.1.linear_attn.in_proj_z.weight"));
+  const int64_t order[] = {0, 3, 1, 4, 2, 5};
+  for (int64_t p = 0; p < 6; ++p)
+    EXPECT_EQ(rows(z, kH, p * kDv, kDv), rows(hz, kH, order[p] * kDv, kDv)) << "tiled head " << p;
 }
 
 }  // namespace

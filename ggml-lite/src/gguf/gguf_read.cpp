@@ -67,7 +67,7 @@ Status Parser::read_raw(void* out, size_t n, std::string_view what) {
   if (left() < n)
     return error_at(pos_, fmt::format("{}: unexpected end of file reading {} (need {} bytes, {} left)",
                                       where(), what, n, left()));
-  std::memcpy(out, buf_.data() + pos_, n);
+  if (n) std::memcpy(out, buf_.data() + pos_, n);  // out may be null for an empty array
   pos_ += n;
   return {};
 }

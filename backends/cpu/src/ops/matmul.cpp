@@ -5,7 +5,9 @@
 // (block, tile of weight rows): a job converts its weight rows to float once
 // into per-thread scratch and dots them against every activation row of the
 // block (dot_rows in matmul_fast.cpp). Blocks are capped so their activations
-// stay in cache while the weight tiles stream past; F32 rows are used in place.
+// stay in cache while the weight tiles stream past. F32 rows, and the rows of
+// blocks of a few activation rows (decode), are read in place and converted in
+// registers instead (dot_rows_stored), which saves a pass over the weights.
 // The *_reference functions are the plain loops the fast path is tested against.
 #include <algorithm>
 #include <vector>
@@ -22,6 +24,7 @@ constexpr int64_t kMaxTileRows = 16;
 constexpr int64_t kTileBytes = 256 * 1024;   // converted weight tile, kept in L2
 constexpr int64_t kBlockBytes = 512 * 1024;  // activation rows of one block
 constexpr int64_t kMaxBlockRows = 64;
+constexpr int64_t kStoredMaxRows = 4;         // blocks this small skip the conversion pass
 
 // Activation rows as float pointers (in place or converted) and the output row of each.
 struct RowSet {
@@ -72,24 +75,30 @@ int64_t block_rows(int64_t k) {
 
 bool rows_dense(const Tensor& w) { return w.nb[0] == dtype_traits(w.type).block_bytes; }
 
-// Float pointers to rows n0 .. n0+nw-1 of weight matrix (i2, i3); converts into scratch unless F32.
-void weight_tile(const Tensor& w, int64_t n0, int nw, int64_t i2, int64_t i3, float* scratch, const float** rows) {
-  const int64_t k = w.ne[0];
+// Weight rows n0 .. n0+nw-1 of matrix (b.i2, b.i3) times the activation rows of block b. Small
+// blocks (and f32 weights) read the weights in place; larger ones convert each row once.
+void run_job(const Tensor& w, const Block& b, int64_t n0, int nw, float* scratch, const RowSet& rs) {
+  const int64_t k = w.ne[0], nx = b.end - b.begin;
+  const float* const* x = rs.x.data() + b.begin;
+  float* const* out = rs.out.data() + b.begin;
   const bool dense = rows_dense(w);
+  if (dense && (w.type == DType::F32 || nx <= kStoredMaxRows)) {
+    const void* rows[kMaxTileRows];
+    for (int i = 0; i < nw; ++i) rows[i] = elem_ptr(w, 0, n0 + i, b.i2, b.i3);
+    dot_rows_stored(w.type, rows, nw, x, nx, k, out, n0);
+    return;
+  }
+  const float* rows[kMaxTileRows];
   for (int i = 0; i < nw; ++i) {
-    const char* src = elem_ptr(w, 0, n0 + i, i2, i3);
-    if (dense && w.type == DType::F32) {
-      rows[i] = reinterpret_cast<const float*>(src);
-      continue;
-    }
     float* dst = scratch + i * k;
     if (dense) {
-      row_to_f32(w.type, src, dst, k);
+      row_to_f32(w.type, elem_ptr(w, 0, n0 + i, b.i2, b.i3), dst, k);
     } else {
-      load_row(w, n0 + i, i2, i3, dst);
+      load_row(w, n0 + i, b.i2, b.i3, dst);
     }
     rows[i] = dst;
   }
+  dot_rows(rows, nw, x, nx, k, out, n0);
 }
 
 // Every (block, weight tile) job; threads take consecutive tiles of the same block.
@@ -102,14 +111,11 @@ void run_blocks(const Tensor& w, const std::vector<Block>& blocks, const RowSet&
 #pragma omp parallel
   {
     std::vector<float> scratch(needs_scratch ? static_cast<size_t>(tile * k) : 0);
-    const float* rows[kMaxTileRows];
 #pragma omp for schedule(dynamic)
     for (int64_t job = 0; job < jobs; ++job) {
-      const Block& b = blocks[static_cast<size_t>(job / tiles)];
       const int64_t n0 = job % tiles * tile;
-      const int nw = static_cast<int>(std::min(tile, n - n0));
-      weight_tile(w, n0, nw, b.i2, b.i3, scratch.data(), rows);
-      dot_rows(rows, nw, rs.x.data() + b.begin, b.end - b.begin, k, rs.out.data() + b.begin, n0);
+      run_job(w, blocks[static_cast<size_t>(job / tiles)], n0, static_cast<int>(std::min(tile, n - n0)),
+              scratch.data(), rs);
     }
   }
 }

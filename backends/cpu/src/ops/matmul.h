@@ -6,8 +6,9 @@
 //   gl::cpu::dot_rows(w, 2, x, 3, K, out, 0); // out[j][i] = dot(w[i], x[j])
 //
 // The entries (kernels.h) convert weight rows to float once per tile and call
-// dot_rows; the *_reference functions are plain double-accumulating loops used
-// to test them.
+// dot_rows, or read them in place with dot_rows_stored for a few activation
+// rows; gemm serves the chunked delta rule. The *_reference functions are plain
+// double-accumulating loops used to test the entries.
 #pragma once
 
 #include <cstdint>

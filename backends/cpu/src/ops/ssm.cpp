@@ -32,7 +32,7 @@ const float* row_or_load(const Tensor& t, int64_t i1, float* buf) {
 
 struct RecurrentScratch {
   std::vector<float> s, q, k, v, u, o, g, beta;
-  RecurrentScratch(const GdrProblem& p)
+  explicit RecurrentScratch(const GdrProblem& p)
       : s(static_cast<size_t>(p.dk * p.dv)),
         q(static_cast<size_t>(p.dk)),
         k(static_cast<size_t>(p.dk)),
