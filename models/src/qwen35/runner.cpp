@@ -13,7 +13,8 @@ Runner::Runner(const Model& m, Backend& backend, int n_ctx, int kv_bucket)
 StepGraph& Runner::step_for(const StepShape& sh) {
   const auto key = std::make_tuple(sh.n_tokens, sh.n_kv, sh.n_outputs, sh.n_states, sh.hidden_all);
   auto it = steps_.find(key);
-  if (it == steps_.end()) it = steps_.emplace(key, build_step(m_, cache_, sh)).first;
+  if (it == steps_.end())
+    it = steps_.emplace(key, build_step(m_, cache_, sh, sh.hidden_all ? hidden_sink_ : nullptr)).first;
   return it->second;
 }
 

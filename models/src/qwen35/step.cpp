@@ -22,7 +22,7 @@ StepInputs make_inputs(Context& c, const StepShape& sh) {
 
 }  // namespace
 
-StepGraph build_step(const Model& m, Cache& cache, const StepShape& shape) {
+StepGraph build_step(const Model& m, Cache& cache, const StepShape& shape, Tensor* hidden_sink) {
   const Hparams& hp = m.hparams();
   GL_ASSERT(shape.n_kv <= cache.n_ctx() && shape.n_tokens <= shape.n_kv, "step does not fit the cache");
   GL_ASSERT(shape.n_outputs >= 1 && shape.n_outputs <= shape.n_tokens, "bad n_outputs");
@@ -63,6 +63,10 @@ StepGraph build_step(const Model& m, Cache& cache, const StepShape& shape) {
   sg.logits = set_name(mul_mat(c, m.output, hn), "result_output");  // [n_vocab, n_outputs]
 
   std::vector<Tensor*> roots{sg.logits, sg.hidden};
+  if (hidden_sink) {
+    GL_ASSERT(shape.hidden_all && hidden_sink->ne[1] >= shape.n_tokens, "hidden sink needs every row");
+    roots.push_back(cpy(c, h, view_2d(c, hidden_sink, hp.n_embd, shape.n_tokens, hidden_sink->nb[1], 0)));
+  }
   if (shape.n_states > 1)  // verify steps keep per-token states and windows for rollback
     for (size_t i = 0; i < sg.gdn_states.size(); ++i) roots.insert(roots.end(), {sg.gdn_states[i], sg.conv_windows[i]});
   roots.insert(roots.end(), effects.begin(), effects.end());

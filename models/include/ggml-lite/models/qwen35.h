@@ -177,7 +177,9 @@ struct StepGraph {
 };
 
 // Builds one step (prefill chunk, decode, verify). Topology depends only on the shape.
-StepGraph build_step(const Model& m, Cache& cache, const StepShape& shape);
+// hidden_sink (optional, needs shape.hidden_all): a persistent [n_embd, >= n_tokens] tensor that
+// receives the step's pre-norm hidden rows on the device, for the MTP head.
+StepGraph build_step(const Model& m, Cache& cache, const StepShape& shape, Tensor* hidden_sink = nullptr);
 
 // Writes the step inputs (after Executor::allocate): tokens at positions n_past.., a causal mask
 // over the cache, and the rows that get logits.

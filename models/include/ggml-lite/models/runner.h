@@ -36,6 +36,11 @@ class Runner {
   // After an eval with keep_states: keep only the first n_keep tokens of that step (KV is
   // truncated, GDN state and conv window restored from the snapshot of row n_keep - 1).
   Status rollback(int n_keep);
+  // Steps run with hidden_all copy their pre-norm hidden rows into sink (see build_step).
+  void set_hidden_sink(Tensor* sink) {
+    hidden_sink_ = sink;
+    steps_.clear();
+  }
   // The last step graph run (for dumps and for reading named tensors).
   const StepGraph* last_step() const { return last_; }
   Cache& cache() { return cache_; }
@@ -50,6 +55,7 @@ class Runner {
   int kv_bucket_;
   std::map<std::tuple<int, int, int, int, bool>, StepGraph> steps_;
   StepGraph* last_ = nullptr;
+  Tensor* hidden_sink_ = nullptr;
   int last_start_ = 0;  // n_past before the last step
 };
 
