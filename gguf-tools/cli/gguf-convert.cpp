@@ -1,6 +1,6 @@
 // gguf-convert - Hugging Face Qwen3.5 / Qwen3.5-MoE checkpoint -> llama.cpp-compatible GGUF.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "gguf-tools/convert.h"
 #include "gguf-tools/inspect.h"
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     fmt::print("{}", gl::tools::inspect_text(r->layout, {}));
     return 0;
   }
-  fmt::print("{}: {} ({}), {} tensors, {:.1f} MB\n", o.output, r->arch, gl::dtype_name(r->outtype),
-             r->stats.n_tensors, static_cast<double>(r->stats.file_bytes) / 1e6);
+  fmt::print("{}: {} ({}), {} tensors, {:.1f} MB\n", o.output, r->arch, gl::dtype_name(r->outtype), r->stats.n_tensors,
+             static_cast<double>(r->stats.file_bytes) / 1e6);
   return 0;
 }

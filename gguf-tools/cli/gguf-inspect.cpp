@@ -1,6 +1,6 @@
 // gguf-inspect - prints a GGUF file's metadata and tensor table (text or JSON).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "ggml-lite/gguf.h"
 #include "gguf-tools/inspect.h"
@@ -32,7 +32,8 @@ Works on any llama.cpp GGUF, including tensor types ggml-lite cannot compute wit
   gl::Result<uint64_t> size = f->file_size();
   opt.file_bytes = size ? *size : 0;
   if (json) {
-    fmt::print("{}\n", gl::tools::inspect_json(*f, opt).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    fmt::print("{}\n",
+               gl::tools::inspect_json(*f, opt).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
   } else {
     fmt::print("{}", gl::tools::inspect_text(*f, opt));
   }

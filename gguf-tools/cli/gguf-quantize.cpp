@@ -1,6 +1,6 @@
 // gguf-quantize - re-encodes the weights of a GGUF file (F32/F16/BF16 -> Q8_0 by default).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "gguf-tools/progress.h"
 #include "gguf-tools/quantize.h"
@@ -35,7 +35,6 @@ Sets general.file_type and general.quantization_version = 2.)");
   }
   fmt::print("{}: {:.2f} MB -> {}: {:.2f} MB ({:.1f}%), {} tensors converted, {} copied\n", o.input,
              static_cast<double>(r->bytes_in) / 1e6, o.output, static_cast<double>(r->bytes_out) / 1e6,
-             100.0 * static_cast<double>(r->bytes_out) / static_cast<double>(r->bytes_in), r->n_converted,
-             r->n_copied);
+             100.0 * static_cast<double>(r->bytes_out) / static_cast<double>(r->bytes_in), r->n_converted, r->n_copied);
   return 0;
 }

@@ -1,6 +1,6 @@
 // gguf-synth - writes a qwen35 / qwen35moe GGUF with random weights at real shapes.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "gguf-tools/inspect.h"
 #include "gguf-tools/progress.h"

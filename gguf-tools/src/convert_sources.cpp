@@ -27,9 +27,7 @@ Result<SourceSet> SourceSet::open(const SafetensorsModel& model) {
   return Error("no embed_tokens.weight under model.language_model. or model. (not a Qwen3.5 text checkpoint?)");
 }
 
-std::string SourceSet::full_name(const std::string& hf, bool top_level) const {
-  return top_level ? hf : prefix_ + hf;
-}
+std::string SourceSet::full_name(const std::string& hf, bool top_level) const { return top_level ? hf : prefix_ + hf; }
 
 const SafetensorsTensor* SourceSet::find(const std::string& hf, bool top_level) const {
   if (const SafetensorsTensor* t = model_->find(full_name(hf, top_level))) return t;
@@ -56,15 +54,16 @@ enum class Op : uint8_t { NONE, ADD_ONE, NEG_EXP };
 struct Gather {
   std::vector<const SafetensorsTensor*> srcs;
   std::vector<DType> types;
-  int64_t row_len = 0;                                            // elements per row (source = output)
-  std::function<std::pair<size_t, int64_t>(int64_t)> row_of;     // output row -> (source, row); empty: identity
-  std::vector<int64_t> col_perm;                                  // output col c <- source col col_perm[c]
+  int64_t row_len = 0;                                        // elements per row (source = output)
+  std::function<std::pair<size_t, int64_t>(int64_t)> row_of;  // output row -> (source, row); empty: identity
+  std::vector<int64_t> col_perm;                              // output col c <- source col col_perm[c]
   Op op = Op::NONE;
 };
 
 void apply_op(Op op, float* x, int64_t n) {
   switch (op) {
-    case Op::NONE: return;
+    case Op::NONE:
+      return;
     case Op::ADD_ONE:
       for (int64_t i = 0; i < n; ++i) x[i] += 1.0f;
       return;
@@ -114,9 +113,12 @@ Error missing(const TensorSpec& s, const std::string& full) {
 std::vector<int64_t> source_shape(const TensorSpec& s, const ModelDims& d) {
   switch (s.xform) {
     case Xform::V_HEADS:
-    case Xform::V_HEADS_A: return {d.ssm_dt_rank};
-    case Xform::V_CONV: return {d.conv_channels(), 1, d.ssm_conv_kernel};
-    case Xform::SQUEEZE: return {1, d.n_embd};
+    case Xform::V_HEADS_A:
+      return {d.ssm_dt_rank};
+    case Xform::V_CONV:
+      return {d.conv_channels(), 1, d.ssm_conv_kernel};
+    case Xform::SQUEEZE:
+      return {1, d.n_embd};
     case Xform::COPY:
     case Xform::ADD_ONE:
     case Xform::V_QKV_ROWS:
@@ -125,7 +127,8 @@ std::vector<int64_t> source_shape(const TensorSpec& s, const ModelDims& d) {
     case Xform::V_COLS:
     case Xform::EXPERTS_GATE:
     case Xform::EXPERTS_UP:
-    case Xform::EXPERTS_DOWN: break;
+    case Xform::EXPERTS_DOWN:
+      break;
   }
   return {s.ne.rbegin(), s.ne.rend()};
 }
@@ -145,13 +148,31 @@ void set_transform(const TensorSpec& s, const ModelDims& d, Gather& g) {
   auto heads = [=](int64_t r) -> std::pair<size_t, int64_t> { return {0, grouped_head_for_tiled(r, Hk, Hv)}; };
   g.row_len = s.ne[0];
   switch (s.xform) {
-    case Xform::ADD_ONE: g.op = Op::ADD_ONE; return;
-    case Xform::V_QKV_ROWS: g.row_of = channel; return;
-    case Xform::V_CONV: g.row_of = channel; g.row_len = d.ssm_conv_kernel; return;
-    case Xform::V_ROWS: g.row_of = head_rows; return;
-    case Xform::V_HEAD_ROWS: g.row_of = heads; return;
-    case Xform::V_HEADS: g.row_of = heads; g.row_len = 1; return;
-    case Xform::V_HEADS_A: g.row_of = heads; g.row_len = 1; g.op = Op::NEG_EXP; return;
+    case Xform::ADD_ONE:
+      g.op = Op::ADD_ONE;
+      return;
+    case Xform::V_QKV_ROWS:
+      g.row_of = channel;
+      return;
+    case Xform::V_CONV:
+      g.row_of = channel;
+      g.row_len = d.ssm_conv_kernel;
+      return;
+    case Xform::V_ROWS:
+      g.row_of = head_rows;
+      return;
+    case Xform::V_HEAD_ROWS:
+      g.row_of = heads;
+      return;
+    case Xform::V_HEADS:
+      g.row_of = heads;
+      g.row_len = 1;
+      return;
+    case Xform::V_HEADS_A:
+      g.row_of = heads;
+      g.row_len = 1;
+      g.op = Op::NEG_EXP;
+      return;
     case Xform::V_COLS:
       g.col_perm.resize(static_cast<size_t>(Hv * Dv));
       for (int64_t c = 0; c < Hv * Dv; ++c)
@@ -161,7 +182,8 @@ void set_transform(const TensorSpec& s, const ModelDims& d, Gather& g) {
     case Xform::SQUEEZE:
     case Xform::EXPERTS_GATE:
     case Xform::EXPERTS_UP:
-    case Xform::EXPERTS_DOWN: return;
+    case Xform::EXPERTS_DOWN:
+      return;
   }
 }
 
@@ -213,8 +235,7 @@ Status bind_experts(const TensorSpec& s, const ModelDims& d, SourceSet& src, Gat
 
 Result<OutTensor> bind_source(const TensorSpec& s, const ModelDims& d, DType type, SourceSet& src) {
   auto g = std::make_shared<Gather>();
-  const bool experts =
-      s.xform == Xform::EXPERTS_GATE || s.xform == Xform::EXPERTS_UP || s.xform == Xform::EXPERTS_DOWN;
+  const bool experts = s.xform == Xform::EXPERTS_GATE || s.xform == Xform::EXPERTS_UP || s.xform == Xform::EXPERTS_DOWN;
   Status st = experts ? bind_experts(s, d, src, *g) : bind_single(s, d, src, *g);
   if (!st) return Error(st.error());
   return OutTensor{s.name, s.ne, type, g->row_len, make_filler(g)};

@@ -21,12 +21,18 @@ std::string cut_utf8(const std::string& s, size_t n) {
 std::string quoted(const std::string& s, size_t max) {
   std::string out = "\"";
   for (char c : cut_utf8(s, max)) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c == '"' || c == '\\') out += std::string("\\") + c;
-    else if (static_cast<uint8_t>(c) < 0x20) out += fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '"' || c == '\\')
+      out += std::string("\\") + c;
+    else if (static_cast<uint8_t>(c) < 0x20)
+      out += fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
+    else
+      out += c;
   }
   out += "\"";
   if (s.size() > max) out += fmt::format("... ({} bytes)", s.size());
@@ -35,9 +41,12 @@ std::string quoted(const std::string& s, size_t max) {
 
 template <class T>
 std::string scalar_text(const T& x) {
-  if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
-  else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) return fmt::format("{}", int{x});
-  else return fmt::format("{}", x);
+  if constexpr (std::is_same_v<T, bool>)
+    return x ? "true" : "false";
+  else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>)
+    return fmt::format("{}", int{x});
+  else
+    return fmt::format("{}", x);
 }
 
 template <GgufNumeric T>
@@ -54,19 +63,42 @@ void for_head(const GgufArray& a, size_t n, F&& f) {
     for (const T& x : head_values<T>(a, n)) f(x);
   };
   switch (a.type()) {
-    case GgufType::UINT8: each(std::type_identity<uint8_t>{}); return;
-    case GgufType::INT8: each(std::type_identity<int8_t>{}); return;
-    case GgufType::UINT16: each(std::type_identity<uint16_t>{}); return;
-    case GgufType::INT16: each(std::type_identity<int16_t>{}); return;
-    case GgufType::UINT32: each(std::type_identity<uint32_t>{}); return;
-    case GgufType::INT32: each(std::type_identity<int32_t>{}); return;
-    case GgufType::FLOAT32: each(std::type_identity<float>{}); return;
-    case GgufType::BOOL: each(std::type_identity<bool>{}); return;
-    case GgufType::UINT64: each(std::type_identity<uint64_t>{}); return;
-    case GgufType::INT64: each(std::type_identity<int64_t>{}); return;
-    case GgufType::FLOAT64: each(std::type_identity<double>{}); return;
+    case GgufType::UINT8:
+      each(std::type_identity<uint8_t>{});
+      return;
+    case GgufType::INT8:
+      each(std::type_identity<int8_t>{});
+      return;
+    case GgufType::UINT16:
+      each(std::type_identity<uint16_t>{});
+      return;
+    case GgufType::INT16:
+      each(std::type_identity<int16_t>{});
+      return;
+    case GgufType::UINT32:
+      each(std::type_identity<uint32_t>{});
+      return;
+    case GgufType::INT32:
+      each(std::type_identity<int32_t>{});
+      return;
+    case GgufType::FLOAT32:
+      each(std::type_identity<float>{});
+      return;
+    case GgufType::BOOL:
+      each(std::type_identity<bool>{});
+      return;
+    case GgufType::UINT64:
+      each(std::type_identity<uint64_t>{});
+      return;
+    case GgufType::INT64:
+      each(std::type_identity<int64_t>{});
+      return;
+    case GgufType::FLOAT64:
+      each(std::type_identity<double>{});
+      return;
     case GgufType::STRING:
-    case GgufType::ARRAY: return;
+    case GgufType::ARRAY:
+      return;
   }
 }
 
@@ -91,8 +123,10 @@ json scalar_json(const GgufValue& v) {
   return std::visit(
       [](const auto& x) -> json {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, GgufArray>) return nullptr;
-        else return x;
+        if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, GgufArray>)
+          return nullptr;
+        else
+          return x;
       },
       v);
 }
@@ -133,8 +167,10 @@ std::string value_summary(const GgufValue& v, const InspectOptions& opt) {
   return std::visit(
       [](const auto& x) -> std::string {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, GgufArray>) return {};
-        else return fmt::format("{:<7} {}", gguf_type_name(GgufTypeOf<T>::value), scalar_text(x));
+        if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, GgufArray>)
+          return {};
+        else
+          return fmt::format("{:<7} {}", gguf_type_name(GgufTypeOf<T>::value), scalar_text(x));
       },
       v);
 }
@@ -154,7 +190,8 @@ std::string inspect_text(const GgufFile& f, const InspectOptions& opt) {
   if (!opt.tensors) return out;
   size_t nw = 4;
   for (const GgufTensorInfo& t : f.tensors()) nw = std::max(nw, t.name.size());
-  out += fmt::format("  {:>5}  {:<{}}  {:<7} {:<22} {:>12} {:>12}\n", "#", "name", nw, "type", "shape", "bytes", "offset");
+  out +=
+      fmt::format("  {:>5}  {:<{}}  {:<7} {:<22} {:>12} {:>12}\n", "#", "name", nw, "type", "shape", "bytes", "offset");
   for (size_t i = 0; i < f.tensors().size(); ++i) {
     const GgufTensorInfo& t = f.tensors()[i];
     out += fmt::format("  {:>5}  {:<{}}  {:<7} {:<22} {:>12} {:>12}\n", i, t.name, nw, ggml_type_name(t.ggml_type),
@@ -192,7 +229,10 @@ json inspect_json(const GgufFile& f, const InspectOptions& opt) {
   json ts = json::array();
   for (const GgufTensorInfo& t : f.tensors()) {
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
-    ts.push_back({{"name", t.name}, {"type", ggml_type_name(t.ggml_type)}, {"ne", ne}, {"bytes", t.nbytes},
+    ts.push_back({{"name", t.name},
+                  {"type", ggml_type_name(t.ggml_type)},
+                  {"ne", ne},
+                  {"bytes", t.nbytes},
                   {"offset", t.offset}});
   }
   j["tensors"] = std::move(ts);

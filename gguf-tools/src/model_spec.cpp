@@ -26,12 +26,16 @@ bool one_of(std::string_view s, const std::string_view (&list)[N]) {
 Result<bool> hf_is_moe(const HfConfig& c) {
   const bool dense = one_of(c.model_type, kDenseTypes), moe = one_of(c.model_type, kMoeTypes);
   if (!dense && !moe)
-    return Error(fmt::format("unsupported model_type '{}' (gguf-convert handles qwen3_5, qwen3_5_text, "
-                             "qwen3_5_moe, qwen3_5_moe_text)", c.model_type));
+    return Error(
+        fmt::format("unsupported model_type '{}' (gguf-convert handles qwen3_5, qwen3_5_text, "
+                    "qwen3_5_moe, qwen3_5_moe_text)",
+                    c.model_type));
   if (!c.architecture.empty() && !one_of(c.architecture, kDenseArchs) && !one_of(c.architecture, kMoeArchs))
-    return Error(fmt::format("unsupported architecture '{}' (supported: Qwen3_5ForCausalLM, "
-                             "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForCausalLM, "
-                             "Qwen3_5MoeForConditionalGeneration)", c.architecture));
+    return Error(
+        fmt::format("unsupported architecture '{}' (supported: Qwen3_5ForCausalLM, "
+                    "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForCausalLM, "
+                    "Qwen3_5MoeForConditionalGeneration)",
+                    c.architecture));
   if (!c.architecture.empty() && one_of(c.architecture, kMoeArchs) != moe)
     return Error(fmt::format("architecture '{}' does not match model_type '{}'", c.architecture, c.model_type));
   if (moe != c.is_moe())
@@ -44,9 +48,10 @@ Status check_layer_pattern(const HfConfig& c, const ModelDims& d) {
   for (int64_t il = 0; il < d.n_layer; ++il) {
     const bool recurrent = c.layer_types[static_cast<size_t>(il)] == HfLayerType::LINEAR_ATTENTION;
     if (recurrent != d.is_recurrent(il))
-      return Error(fmt::format("layer_types[{}] is {} but full_attention_interval {} implies {}; GGUF "
-                               "cannot store this layer pattern", il, recurrent ? "linear" : "full",
-                               d.full_attn_interval, recurrent ? "full" : "linear"));
+      return Error(
+          fmt::format("layer_types[{}] is {} but full_attention_interval {} implies {}; GGUF "
+                      "cannot store this layer pattern",
+                      il, recurrent ? "linear" : "full", d.full_attn_interval, recurrent ? "full" : "linear"));
   }
   return {};
 }
@@ -136,12 +141,15 @@ class SpecBuilder {
     const std::string p = fmt::format("blk.{}.", b);
     const int64_t H = d_.n_embd;
     add(p + "attn_norm.weight", {H}, Role::NORM, Xform::ADD_ONE, hf + "input_layernorm.weight", top);
-    if (d_.is_recurrent(b)) gdn(p, hf, top);
-    else attention(p, hf, top);
-    add(p + "post_attention_norm.weight", {H}, Role::NORM, Xform::ADD_ONE, hf + "post_attention_layernorm.weight",
-        top);
-    if (d_.is_moe()) moe(p, hf, top);
-    else dense_ffn(p, hf, top);
+    if (d_.is_recurrent(b))
+      gdn(p, hf, top);
+    else
+      attention(p, hf, top);
+    add(p + "post_attention_norm.weight", {H}, Role::NORM, Xform::ADD_ONE, hf + "post_attention_layernorm.weight", top);
+    if (d_.is_moe())
+      moe(p, hf, top);
+    else
+      dense_ffn(p, hf, top);
   }
 
   void mtp_extras(int64_t b) {
@@ -236,11 +244,16 @@ int64_t grouped_head_for_tiled(int64_t p, int64_t n_k_heads, int64_t n_v_heads) 
 
 uint32_t llama_ftype(DType type) {
   switch (type) {
-    case DType::F32: return 0;    // LLAMA_FTYPE_ALL_F32
-    case DType::F16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
-    case DType::Q8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
-    case DType::BF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
-    case DType::I32: break;
+    case DType::F32:
+      return 0;  // LLAMA_FTYPE_ALL_F32
+    case DType::F16:
+      return 1;  // LLAMA_FTYPE_MOSTLY_F16
+    case DType::Q8_0:
+      return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case DType::BF16:
+      return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+    case DType::I32:
+      break;
   }
   GL_ASSERT(false, "llama_ftype: not a file type");
   return 0;

@@ -44,8 +44,8 @@ void Progress::draw(bool force) {
   constexpr int kWidth = 30;
   const double frac = total_ ? std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)) : 1.0;
   const int filled = static_cast<int>(frac * kWidth);
-  const std::string bar = std::string(static_cast<size_t>(filled), '#') +
-                          std::string(static_cast<size_t>(kWidth - filled), '.');
+  const std::string bar =
+      std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '.');
   std::string name = name_.size() > 40 ? name_.substr(0, 40) : name_;
   fmt::print(stderr, "\r{} [{}] tensor {}/{}  {:.1f}/{:.1f} MB  {:<40}", label_, bar, item_ + 1, n_items_,
              static_cast<double>(done_) / 1e6, static_cast<double>(total_) / 1e6, name);

@@ -53,8 +53,7 @@ SynthPreset qwen35_35b_a3b() {
   d.n_layer = 40, d.n_embd = 2048, d.n_head = 16, d.n_head_kv = 2;
   d.ssm_dt_rank = 32;
   d.n_expert = 256, d.n_expert_used = 8, d.n_ff_exp = 512, d.n_ff_shexp = 512;
-  return {"qwen35-35b-a3b", "Qwen3.5-35B-A3B: 40 layers, H 2048, 256 experts top-8 (512) + shared 512, heads 16/2",
-          d};
+  return {"qwen35-35b-a3b", "Qwen3.5-35B-A3B: 40 layers, H 2048, 256 experts top-8 (512) + shared 512, heads 16/2", d};
 }
 
 // The shapes of the tests/fixtures checkpoints: 3 GDN + 1 attention layer + MTP, Hk 2 / Hv 4.
@@ -106,11 +105,15 @@ struct Generator {
     switch (role) {
       case Role::EMBEDDING:
       case Role::WEIGHT:
-      case Role::CONV1D: return sym * 1.7320508f * scale;
+      case Role::CONV1D:
+        return sym * 1.7320508f * scale;
       case Role::NORM:
-      case Role::SSM_NORM: return 1.0f + 0.1f * sym;
-      case Role::SSM_A: return -std::exp(2.5f * u);
-      case Role::SSM_DT: return 0.5f * sym;
+      case Role::SSM_NORM:
+        return 1.0f + 0.1f * sym;
+      case Role::SSM_A:
+        return -std::exp(2.5f * u);
+      case Role::SSM_DT:
+        return 0.5f * sym;
     }
     return 0.0f;
   }
@@ -119,13 +122,18 @@ struct Generator {
 Generator generator(uint64_t seed, const TensorSpec& s) {
   float scale = 1.0f;
   switch (s.role) {
-    case Role::EMBEDDING: scale = 0.02f; break;
+    case Role::EMBEDDING:
+      scale = 0.02f;
+      break;
     case Role::WEIGHT:
-    case Role::CONV1D: scale = 1.0f / std::sqrt(static_cast<float>(s.ne[0])); break;
+    case Role::CONV1D:
+      scale = 1.0f / std::sqrt(static_cast<float>(s.ne[0]));
+      break;
     case Role::NORM:
     case Role::SSM_NORM:
     case Role::SSM_A:
-    case Role::SSM_DT: break;
+    case Role::SSM_DT:
+      break;
   }
   return {splitmix64(seed ^ fnv1a(s.name)), s.role, scale};
 }

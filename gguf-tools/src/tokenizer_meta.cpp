@@ -62,8 +62,8 @@ Status read_vocab(const json& tok, int64_t vocab_size, TokenizerMeta& m) {
   std::vector<bool> set(static_cast<size_t>(vocab_size), false);
   auto put = [&](const std::string& text, const json& id, TokenType type) -> Status {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab_size)
-      return Error(fmt::format("tokenizer.json: token '{}' has id {}, outside vocab_size {}", text, id.dump(),
-                               vocab_size));
+      return Error(
+          fmt::format("tokenizer.json: token '{}' has id {}, outside vocab_size {}", text, id.dump(), vocab_size));
     const auto i = static_cast<size_t>(id.get<int64_t>());
     m.tokens[i] = text;
     m.token_types[i] = static_cast<int32_t>(type);
@@ -107,9 +107,12 @@ std::optional<uint32_t> config_token(const json& cfg, const std::string& key, co
   if (!cfg.is_object() || !cfg.contains(key)) return std::nullopt;
   const json& v = cfg[key];
   std::string text;
-  if (v.is_string()) text = v.get<std::string>();
-  else if (v.is_object() && v.contains("content") && v["content"].is_string()) text = v["content"].get<std::string>();
-  else return std::nullopt;
+  if (v.is_string())
+    text = v.get<std::string>();
+  else if (v.is_object() && v.contains("content") && v["content"].is_string())
+    text = v["content"].get<std::string>();
+  else
+    return std::nullopt;
   for (size_t i = 0; i < m.tokens.size(); ++i)
     if (m.tokens[i] == text) return static_cast<uint32_t>(i);
   return std::nullopt;
@@ -174,8 +177,10 @@ Result<TokenizerMeta> parse_hf_tokenizer(std::string_view tokenizer_json, std::s
   if (m.pre.empty()) {
     m.pre = kDefaultPre;
     if (warnings)
-      warnings->push_back(fmt::format("tokenizer.json: unknown pre-tokenizer regex '{}'; writing "
-                                      "tokenizer.ggml.pre = \"{}\" (override with --tokenizer-pre)", re, m.pre));
+      warnings->push_back(
+          fmt::format("tokenizer.json: unknown pre-tokenizer regex '{}'; writing "
+                      "tokenizer.ggml.pre = \"{}\" (override with --tokenizer-pre)",
+                      re, m.pre));
   }
   read_special_ids(cfg, ids, vocab_size, m);
   return m;
@@ -231,8 +236,8 @@ TokenizerMeta synth_tokenizer(int64_t vocab_size) {
   m.pre = kDefaultPre;
   for (int b = 0; b < 256; ++b) m.tokens.push_back(byte_token(static_cast<uint8_t>(b)));
   const std::string sp = byte_token(' ');
-  const std::pair<std::string, std::string> merges[] = {
-      {sp, "t"}, {"h", "e"}, {"i", "n"}, {sp + "t", "he"}, {"e", "r"}, {"a", "n"}, {"o", "n"}, {sp, "a"}};
+  const std::pair<std::string, std::string> merges[] = {{sp, "t"},  {"h", "e"}, {"i", "n"}, {sp + "t", "he"},
+                                                        {"e", "r"}, {"a", "n"}, {"o", "n"}, {sp, "a"}};
   for (const auto& [a, b] : merges) {
     m.merges.push_back(a + " " + b);
     m.tokens.push_back(a + b);

@@ -23,8 +23,8 @@ std::string base_name(std::string path);
 }  // namespace gl::tools
 
 // GL_TRY for functions returning Result<T>: propagates a failed Status as an Error.
-#define GLT_TRY(expr)                                                \
-  do {                                                               \
-    ::gl::Status glt_try_s_ = (expr);                                \
-    if (!glt_try_s_.ok()) return ::gl::Error(glt_try_s_.error());    \
+#define GLT_TRY(expr)                                             \
+  do {                                                            \
+    ::gl::Status glt_try_s_ = (expr);                             \
+    if (!glt_try_s_.ok()) return ::gl::Error(glt_try_s_.error()); \
   } while (0)

@@ -52,13 +52,14 @@ TEST(ConvertErrors, MissingConfig) {
 }
 
 TEST(ConvertErrors, UnknownModelTypeIsNamed) {
-  const std::string dir = edited_moe(tmp_dir(), [](nlohmann::json& c) { c["model_type"] = "llama"; }, no_tensor_change);
+  const std::string dir = edited_moe(
+      tmp_dir(), [](nlohmann::json& c) { c["model_type"] = "llama"; }, no_tensor_change);
   EXPECT_HAS(convert_error(dir), "'llama'");
 }
 
 TEST(ConvertErrors, Qwen3NextIsNotAQwen35Model) {
-  const std::string dir =
-      edited_moe(tmp_dir(), [](nlohmann::json& c) { c["model_type"] = "qwen3_next"; }, no_tensor_change);
+  const std::string dir = edited_moe(
+      tmp_dir(), [](nlohmann::json& c) { c["model_type"] = "qwen3_next"; }, no_tensor_change);
   const std::string e = convert_error(dir);
   EXPECT_HAS(e, "unsupported model_type 'qwen3_next'");
 }

@@ -220,5 +220,48 @@ TEST(Convert, AutoOuttypeOfAnF32CheckpointIsF16AndDryRunWritesNothing) {
   EXPECT_FALSE(fs::exists(o.output));
 }
 
+// A BF16 (or F16) checkpoint: auto picks the same type, and 2-D weights copy bit for bit.
+TEST(Convert, HalfPrecisionCheckpointsRoundTripBitExactly) {
+  for (DType half : {DType::BF16, DType::F16}) {
+    const std::string dir = tmp_dir(std::string(dtype_name(half))), src = fixture_dir("qwen35-moe-tiny");
+    copy_fixture_meta(src, dir);
+    std::vector<StTensor> ts = copy_tensors(std::move(SafetensorsModel::open(src)).value());
+    for (StTensor& t : ts) {
+      std::vector<float> f(t.bytes.size() / 4);
+      std::memcpy(f.data(), t.bytes.data(), t.bytes.size());
+      t.bytes.resize(f.size() * 2);
+      from_float(half, f.data(), t.bytes.data(), static_cast<int64_t>(f.size()));
+      t.dtype = half == DType::BF16 ? "BF16" : "F16";
+    }
+    write_safetensors(dir + "/model.safetensors", ts);
+    ConvertOptions o;
+    o.model_dir = dir;
+    o.output = dir + "/out.gguf";
+    Result<ConvertReport> r = convert_checkpoint(o);
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->outtype, half);
+    Result<GgufFile> f = GgufFile::open(o.output);
+    Result<SafetensorsModel> m = SafetensorsModel::open(dir);
+    ASSERT_TRUE(f.ok() && m.ok());
+    const std::pair<const char*, const char*> same[] = {
+        {"token_embd.weight", "model.embed_tokens.weight"},
+        {"blk.3.attn_q.weight", "model.layers.3.self_attn.q_proj.weight"},
+        {"blk.4.ffn_down_exps.weight", "mtp.layers.0.mlp.experts.down_proj"},
+        {"blk.0.ffn_down_shexp.weight", "model.layers.0.mlp.shared_expert.down_proj.weight"}};
+    for (const auto& [g, h] : same) {
+      const GgufTensorInfo* t = f->find_tensor(g);
+      const SafetensorsTensor* st = m->find(h);
+      ASSERT_TRUE(t && st) << g;
+      EXPECT_EQ(t->dtype(), half) << g;
+      ASSERT_EQ(t->nbytes, st->data.size()) << g;
+      EXPECT_EQ(std::memcmp(t->data, st->data.data(), t->nbytes), 0) << g;
+    }
+    // Norms become F32 1 + w, computed from the half-precision input.
+    const GgufTensorInfo* n = f->find_tensor("blk.0.attn_norm.weight");
+    const std::vector<float> w = st_floats(*m->find("model.layers.0.input_layernorm.weight")), got = gguf_floats(*n);
+    for (size_t i = 0; i < w.size(); ++i) EXPECT_EQ(got[i], w[i] + 1.0f);
+  }
+}
+
 }  // namespace
 }  // namespace gl::tools::test

@@ -25,8 +25,12 @@ struct Expect {
 struct Geometry {
   int64_t H, Hk, Hv, Dk, Dv, Kc, n_layer;
   explicit Geometry(const nlohmann::json& t)
-      : H(t["hidden_size"]), Hk(t["linear_num_key_heads"]), Hv(t["linear_num_value_heads"]),
-        Dk(t["linear_key_head_dim"]), Dv(t["linear_value_head_dim"]), Kc(t["linear_conv_kernel_dim"]),
+      : H(t["hidden_size"]),
+        Hk(t["linear_num_key_heads"]),
+        Hv(t["linear_num_value_heads"]),
+        Dk(t["linear_key_head_dim"]),
+        Dv(t["linear_value_head_dim"]),
+        Kc(t["linear_conv_kernel_dim"]),
         n_layer(t["num_hidden_layers"]) {}
   int64_t r() const { return Hv / Hk; }
   int64_t qk() const { return 2 * Hk * Dk; }
@@ -72,8 +76,8 @@ inline std::vector<std::pair<std::string, Kind>> gguf_for_layer_suffix(const std
 
 // Every tensor the converter must write, from reference.json's param_names (transformers'
 // text-model names "model.*") plus the MTP block. vl: the checkpoint stores model.language_model.*.
-inline std::vector<Expect> expected_tensors(const std::vector<std::string>& param_names, const Geometry& g,
-                                            bool tied, bool vl) {
+inline std::vector<Expect> expected_tensors(const std::vector<std::string>& param_names, const Geometry& g, bool tied,
+                                            bool vl) {
   const std::string trunk = vl ? "model.language_model." : "model.";
   const std::string last = "model.layers." + std::to_string(g.n_layer - 1) + ".";  // a full-attention layer
   const std::string mtp_blk = "blk." + std::to_string(g.n_layer) + ".";
@@ -104,17 +108,23 @@ inline std::vector<Expect> expected_tensors(const std::vector<std::string>& para
 // ggml ne of the GGUF tensor from the PyTorch shape of its source.
 inline std::vector<int64_t> expected_ne(Kind k, const std::vector<int64_t>& src) {
   switch (k) {
-    case Kind::CONV: return {src[2], src[0]};                        // [C, 1, Kc] -> {Kc, C}
+    case Kind::CONV:
+      return {src[2], src[0]};  // [C, 1, Kc] -> {Kc, C}
     case Kind::EXP_GATE:
-    case Kind::EXP_UP: return {src[2], src[1] / 2, src[0]};          // [E, 2Fe, H] -> {H, Fe, E}
-    case Kind::SHEXP_GATE: return {src[1]};                          // [1, H] -> {H}
-    default: return {src.rbegin(), src.rend()};
+    case Kind::EXP_UP:
+      return {src[2], src[1] / 2, src[0]};  // [E, 2Fe, H] -> {H, Fe, E}
+    case Kind::SHEXP_GATE:
+      return {src[1]};  // [1, H] -> {H}
+    default:
+      return {src.rbegin(), src.rend()};
   }
 }
 
 // llama.cpp's rule for tensors that stay F32 (converter prepare_tensors).
 inline bool stays_f32(const std::string& name, size_t n_dims) {
-  auto ends = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+  auto ends = [&](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
   return n_dims <= 1 || ends("_norm.weight") || !ends(".weight") || name.find("ffn_gate_inp") != std::string::npos ||
          name.find("ssm_conv1d") != std::string::npos;
 }
@@ -143,20 +153,26 @@ inline std::vector<float> expected_values(Kind k, const std::vector<float>& x, c
   switch (k) {
     case Kind::COPY:
     case Kind::EXP_DOWN:
-    case Kind::SHEXP_GATE: return x;
+    case Kind::SHEXP_GATE:
+      return x;
     case Kind::NORM1:
       y = x;
       for (float& v : y) v += 1.0f;
       return y;
-    case Kind::DT: return reorder_blocks(x, 0, g.Hv, 1, g);
+    case Kind::DT:
+      return reorder_blocks(x, 0, g.Hv, 1, g);
     case Kind::A_LOG:
       y = reorder_blocks(x, 0, g.Hv, 1, g);
       for (float& v : y) v = -std::exp(v);
       return y;
-    case Kind::QKV: return reorder_blocks(x, qk * H, g.Hv, Dv * H, g);
-    case Kind::Z: return reorder_blocks(x, 0, g.Hv, Dv * H, g);
-    case Kind::BA: return reorder_blocks(x, 0, g.Hv, H, g);
-    case Kind::CONV: return reorder_blocks(x, qk * Kc, g.Hv, Dv * Kc, g);
+    case Kind::QKV:
+      return reorder_blocks(x, qk * H, g.Hv, Dv * H, g);
+    case Kind::Z:
+      return reorder_blocks(x, 0, g.Hv, Dv * H, g);
+    case Kind::BA:
+      return reorder_blocks(x, 0, g.Hv, H, g);
+    case Kind::CONV:
+      return reorder_blocks(x, qk * Kc, g.Hv, Dv * Kc, g);
     case Kind::OUT: {
       y = x;
       const size_t cols = static_cast<size_t>(g.Hv) * Dv;

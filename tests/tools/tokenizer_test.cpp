@@ -52,9 +52,11 @@ TEST(Tokenizer, StringMergesAddedTokensPaddingAndOverrides) {
         {{"id", 4}, {"content", "<think>"}, {"special", false}}}},
       {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", kQwen35Regex}}}}},
   };
-  nlohmann::json tok_cfg = {{"eos_token", {{"content", "<|eot|>"}}}, {"add_bos_token", false}, {"chat_template", "{{x}}"}};
+  nlohmann::json tok_cfg = {
+      {"eos_token", {{"content", "<|eot|>"}}}, {"add_bos_token", false}, {"chat_template", "{{x}}"}};
   std::vector<std::string> warnings;
-  Result<TokenizerMeta> t = parse_hf_tokenizer(tok.dump(), tok_cfg.dump(), 8, ConfigTokenIds{.eos = 4, .bos = 1}, &warnings);
+  Result<TokenizerMeta> t =
+      parse_hf_tokenizer(tok.dump(), tok_cfg.dump(), 8, ConfigTokenIds{.eos = 4, .bos = 1}, &warnings);
   ASSERT_TRUE(t.ok()) << t.error();
   EXPECT_EQ(t->pre, "qwen35");
   EXPECT_EQ(t->merges, std::vector<std::string>{"a b"});

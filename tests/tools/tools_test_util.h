@@ -99,7 +99,8 @@ inline void write_safetensors(const std::string& path, std::vector<StTensor> ts)
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(&n), 8);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  for (const StTensor& t : ts) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  for (const StTensor& t : ts)
+    out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
 }
 
 // The tensors of a checkpoint as StTensor copies (for editing).

@@ -29,7 +29,8 @@ class Transforms : public ::testing::Test {
   struct Converted {
     explicit Converted(const std::string& fixture) {
       const std::string dir = fixture_dir(fixture);
-      const std::string out = (fs::path(GL_BINARY_DIR) / "tools-test-tmp" / ("transforms-" + fixture + ".gguf")).string();
+      const std::string out =
+          (fs::path(GL_BINARY_DIR) / "tools-test-tmp" / ("transforms-" + fixture + ".gguf")).string();
       fs::create_directories(fs::path(out).parent_path());
       ConvertOptions o;
       o.model_dir = dir;
@@ -242,10 +243,14 @@ TEST(TransformsNonSquare, Hk2Hv6MatchesLlamaCppForwardReorder) {
   write_text(dir + "/config.json", cfg.dump(1));
   const Geometry g(cfg["text_config"]);
   const int64_t C = g.qk() + g.Hv * g.Dv, V = g.Hv * g.Dv;
-  const std::map<std::string, std::vector<int64_t>> gdn = {
-      {"in_proj_qkv.weight", {C, g.H}}, {"in_proj_z.weight", {V, g.H}}, {"in_proj_b.weight", {g.Hv, g.H}},
-      {"in_proj_a.weight", {g.Hv, g.H}}, {"conv1d.weight", {C, 1, g.Kc}}, {"dt_bias", {g.Hv}},
-      {"A_log", {g.Hv}}, {"out_proj.weight", {g.H, V}}};
+  const std::map<std::string, std::vector<int64_t>> gdn = {{"in_proj_qkv.weight", {C, g.H}},
+                                                           {"in_proj_z.weight", {V, g.H}},
+                                                           {"in_proj_b.weight", {g.Hv, g.H}},
+                                                           {"in_proj_a.weight", {g.Hv, g.H}},
+                                                           {"conv1d.weight", {C, 1, g.Kc}},
+                                                           {"dt_bias", {g.Hv}},
+                                                           {"A_log", {g.Hv}},
+                                                           {"out_proj.weight", {g.H, V}}};
   std::vector<StTensor> ts = copy_tensors(std::move(SafetensorsModel::open(src)).value());
   for (StTensor& t : ts) {
     const size_t at = t.name.find("linear_attn.");
@@ -254,7 +259,8 @@ TEST(TransformsNonSquare, Hk2Hv6MatchesLlamaCppForwardReorder) {
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
     std::vector<float> v(static_cast<size_t>(n));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37f * static_cast<float>(i) + 0.1f * static_cast<float>(t.name.size()));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = std::sin(0.37f * static_cast<float>(i) + 0.1f * static_cast<float>(t.name.size()));
     t.bytes.resize(v.size() * 4);
     std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
   }
@@ -269,15 +275,22 @@ TEST(TransformsNonSquare, Hk2Hv6MatchesLlamaCppForwardReorder) {
   Result<GgufFile> f = GgufFile::open(o.output);
   Result<SafetensorsModel> m = SafetensorsModel::open(dir);
   ASSERT_TRUE(f.ok() && m.ok());
-  const std::pair<const char*, Kind> checks[] = {
-      {"in_proj_qkv.weight", Kind::QKV}, {"in_proj_z.weight", Kind::Z}, {"in_proj_b.weight", Kind::BA},
-      {"in_proj_a.weight", Kind::BA},    {"conv1d.weight", Kind::CONV}, {"dt_bias", Kind::DT},
-      {"A_log", Kind::A_LOG},            {"out_proj.weight", Kind::OUT}};
-  const std::map<std::string, std::string> gguf_name = {
-      {"in_proj_qkv.weight", "attn_qkv.weight"}, {"in_proj_z.weight", "attn_gate.weight"},
-      {"in_proj_b.weight", "ssm_beta.weight"},   {"in_proj_a.weight", "ssm_alpha.weight"},
-      {"conv1d.weight", "ssm_conv1d.weight"},    {"dt_bias", "ssm_dt.bias"},
-      {"A_log", "ssm_a"},                        {"out_proj.weight", "ssm_out.weight"}};
+  const std::pair<const char*, Kind> checks[] = {{"in_proj_qkv.weight", Kind::QKV},
+                                                 {"in_proj_z.weight", Kind::Z},
+                                                 {"in_proj_b.weight", Kind::BA},
+                                                 {"in_proj_a.weight", Kind::BA},
+                                                 {"conv1d.weight", Kind::CONV},
+                                                 {"dt_bias", Kind::DT},
+                                                 {"A_log", Kind::A_LOG},
+                                                 {"out_proj.weight", Kind::OUT}};
+  const std::map<std::string, std::string> gguf_name = {{"in_proj_qkv.weight", "attn_qkv.weight"},
+                                                        {"in_proj_z.weight", "attn_gate.weight"},
+                                                        {"in_proj_b.weight", "ssm_beta.weight"},
+                                                        {"in_proj_a.weight", "ssm_alpha.weight"},
+                                                        {"conv1d.weight", "ssm_conv1d.weight"},
+                                                        {"dt_bias", "ssm_dt.bias"},
+                                                        {"A_log", "ssm_a"},
+                                                        {"out_proj.weight", "ssm_out.weight"}};
   for (const auto& [hf, kind] : checks) {
     const SafetensorsTensor* s = m->find("model.language_model.layers.1.linear_attn." + std::string(hf));
     const GgufTensorInfo* t = f->find_tensor("blk.1." + gguf_name.at(hf));

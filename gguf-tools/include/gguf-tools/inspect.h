@@ -21,9 +21,9 @@ namespace gl::tools {
 
 struct InspectOptions {
   bool tensors = true;
-  size_t array_head = 8;      // array elements shown
-  size_t max_string = 80;     // longer strings are cut, with the full length noted
-  uint64_t file_bytes = 0;    // shown in the header when non-zero
+  size_t array_head = 8;    // array elements shown
+  size_t max_string = 80;   // longer strings are cut, with the full length noted
+  uint64_t file_bytes = 0;  // shown in the header when non-zero
 };
 
 std::string inspect_text(const GgufFile& f, const InspectOptions& opt);

@@ -28,17 +28,17 @@ namespace gl::tools {
 
 // Hyperparameters of a qwen35 / qwen35moe model, in llama.cpp's terms.
 struct ModelDims {
-  std::string arch;         // "qwen35" (dense) or "qwen35moe"
-  int64_t n_layer = 0;      // trunk layers
-  int64_t n_mtp = 0;        // MTP layers, stored as blk.{n_layer + k}
+  std::string arch;     // "qwen35" (dense) or "qwen35moe"
+  int64_t n_layer = 0;  // trunk layers
+  int64_t n_mtp = 0;    // MTP layers, stored as blk.{n_layer + k}
   int64_t n_embd = 0;
   int64_t n_vocab = 0;
-  int64_t n_ctx = 0;        // context_length (max_position_embeddings); 0 = not written
-  int64_t n_ff = 0;         // dense MLP width; 0 for MoE (feed_forward_length is then not written)
+  int64_t n_ctx = 0;  // context_length (max_position_embeddings); 0 = not written
+  int64_t n_ff = 0;   // dense MLP width; 0 for MoE (feed_forward_length is then not written)
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
-  int64_t head_dim = 0;     // key_length = value_length
-  int64_t n_rot = 0;        // rope.dimension_count = head_dim * partial_rotary_factor
+  int64_t head_dim = 0;  // key_length = value_length
+  int64_t n_rot = 0;     // rope.dimension_count = head_dim * partial_rotary_factor
   double rope_theta = 0;
   std::array<int32_t, 4> rope_sections{11, 11, 10, 0};
   double rms_eps = 1e-6;
@@ -61,9 +61,9 @@ struct ModelDims {
   // llama.cpp's rule: trunk layer il is Gated DeltaNet iff (il + 1) % interval != 0; MTP
   // layers are always full attention.
   bool is_recurrent(int64_t il) const { return il < n_layer && (il + 1) % full_attn_interval != 0; }
-  int64_t ssm_inner() const { return ssm_dt_rank * ssm_head_v_dim; }              // Hv * Dv
-  int64_t ssm_key_dim() const { return ssm_n_group * ssm_d_state; }               // Hk * Dk
-  int64_t conv_channels() const { return 2 * ssm_key_dim() + ssm_inner(); }       // q | k | v
+  int64_t ssm_inner() const { return ssm_dt_rank * ssm_head_v_dim; }         // Hv * Dv
+  int64_t ssm_key_dim() const { return ssm_n_group * ssm_d_state; }          // Hk * Dk
+  int64_t conv_channels() const { return 2 * ssm_key_dim() + ssm_inner(); }  // q | k | v
 };
 
 // Checks the model_type / architecture and maps the config. Errors name what is unsupported.
@@ -73,13 +73,13 @@ Status validate_dims(const ModelDims& d);
 
 // How the synthesiser initialises a tensor (and how its values are distributed in real models).
 enum class Role : uint8_t {
-  EMBEDDING,   // token_embd, output
-  WEIGHT,      // a linear layer, fan-in ne[0]
-  NORM,        // RMSNorm weight stored as 1 + w (values near 1)
-  SSM_NORM,    // the GDN gated norm, a plain scale (near 1)
-  SSM_A,       // -exp(A_log), negative
-  SSM_DT,      // dt bias
-  CONV1D,      // depthwise causal conv kernel
+  EMBEDDING,  // token_embd, output
+  WEIGHT,     // a linear layer, fan-in ne[0]
+  NORM,       // RMSNorm weight stored as 1 + w (values near 1)
+  SSM_NORM,   // the GDN gated norm, a plain scale (near 1)
+  SSM_A,      // -exp(A_log), negative
+  SSM_DT,     // dt bias
+  CONV1D,     // depthwise causal conv kernel
 };
 
 // The transform from the Hugging Face tensor to the GGUF one (llama.cpp conversion/qwen.py).

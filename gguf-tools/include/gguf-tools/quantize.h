@@ -28,7 +28,7 @@ struct QuantizeOptions {
 };
 
 struct QuantizeReport {
-  uint64_t bytes_in = 0;   // file sizes
+  uint64_t bytes_in = 0;  // file sizes
   uint64_t bytes_out = 0;
   size_t n_converted = 0;  // tensors re-encoded
   size_t n_copied = 0;     // tensors copied as they were

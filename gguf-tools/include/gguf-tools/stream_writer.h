@@ -31,15 +31,15 @@ struct OutTensor {
   std::string name;
   std::vector<int64_t> ne;  // ggml order
   DType type;
-  int64_t row_len;          // elements per filler row
+  int64_t row_len;  // elements per filler row
   RowFiller fill;
 
   int64_t nelements() const;
 };
 
 struct WriteOptions {
-  bool progress = false;                  // draw a progress bar on stderr
-  std::string label = "write";            // progress bar label
+  bool progress = false;                      // draw a progress bar on stderr
+  std::string label = "write";                // progress bar label
   int64_t chunk_elements = int64_t{1} << 22;  // target F32 elements per chunk
 };
 

@@ -10,7 +10,7 @@
 // seed, tensor name and element index), so a file is reproducible, any chunk can be generated
 // independently (in parallel), and memory stays at a few chunk buffers for any model size.
 // Magnitudes keep a forward pass finite: linear weights uniform with std 1/sqrt(fan_in),
-// embeddings std 0.02... 1, norms 1 +- 0.1, ssm_a = -exp(U(0, 2.5)) < 0, dt bias small.
+// embeddings std 0.02, norms 1 +- 0.1, ssm_a = -exp(U(0, 2.5)) < 0, dt bias small.
 #pragma once
 
 #include <cstdint>
@@ -40,13 +40,13 @@ struct SynthOptions {
   DType type = DType::F16;  // file type: F32, F16, BF16 or Q8_0 (per-tensor rules as the converter)
   uint64_t seed = 0;
   std::string output;
-  bool dry_run = false;     // fill SynthReport::layout, write nothing
+  bool dry_run = false;  // fill SynthReport::layout, write nothing
   bool progress = false;
 };
 
 struct SynthReport {
   WriteStats stats;
-  GgufFile layout;          // KVs and tensor infos (no data)
+  GgufFile layout;  // KVs and tensor infos (no data)
   uint64_t n_params = 0;
 };
 

@@ -104,7 +104,7 @@ void fill_mtp_inputs(const MtpGraph& g, Executor& ex, const int32_t* tokens, int
   ex.set_input(*g.in.pos, pos.data());
   ex.set_input(*g.in.h_rows, rows.data());
   ex.set_input(*g.in.kq_mask, mask.data());
-  ex.set_input(*g.in.out_ids, outs.data());
+  if (g.shape.n_outputs > 0) ex.set_input(*g.in.out_ids, outs.data());
 }
 
 }  // namespace gl::qwen35

@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -90,7 +91,7 @@ class Tokenizer {
   std::string_view token_piece(int32_t id, bool include_control = false) const;
   // The token's string as stored in tokenizer.ggml.tokens ("Ġthe", "<|im_end|>").
   const std::string& token_text(int32_t id) const;
-  // The id whose stored string is text, or kNoToken.
+  // The id whose stored string is text (a NORMAL token when several share it), or kNoToken.
   int32_t find_token(std::string_view text) const;
 
   int32_t n_vocab() const { return static_cast<int32_t>(tokens_.size()); }
@@ -108,8 +109,12 @@ class Tokenizer {
     int32_t result;
   };
   struct Special {
-    std::string_view text;  // into tokens_
-    int32_t id;
+    int32_t id;  // kNoToken: no match
+    size_t len;  // bytes of its text
+  };
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   Tokenizer() = default;
   Status load_vocab(const GgufFile& f);
@@ -125,11 +130,11 @@ class Tokenizer {
   std::vector<std::string> tokens_;
   std::vector<TokenType> types_;
   std::vector<std::string> pieces_;  // decoded bytes of each token
-  std::unordered_map<std::string, int32_t> ids_;         // every token's stored string, first id wins
-  std::unordered_map<std::string, int32_t> normal_ids_;  // NORMAL tokens only (BPE symbols)
-  std::array<int32_t, 256> byte_ids_{};
-  std::unordered_map<uint64_t, Merge> merges_;         // (left id << 32 | right id) -> merge
-  std::array<std::vector<Special>, 256> specials_;     // by first byte, longest first
+  // Stored string -> id; when strings repeat, a NORMAL token wins, then the lowest id.
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> ids_;
+  std::array<int32_t, 256> byte_ids_{};             // the NORMAL token of each byte
+  std::unordered_map<uint64_t, Merge> merges_;      // (left id << 32 | right id) -> merge
+  std::array<std::vector<Special>, 256> specials_;  // by first byte, longest first
   PreTokenizer pre_;
   int32_t eos_ = kNoToken, bos_ = kNoToken, pad_ = kNoToken;
   bool add_bos_ = false;

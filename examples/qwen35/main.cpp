@@ -1,0 +1,119 @@
+// qwen35 - generate text with a Qwen3.5 GGUF, optionally with MTP speculative decoding.
+//
+//   qwen35                                   # the embedded default model, MTP on
+//   qwen35 -m model.gguf -p "Hello" -n 128 --mtp 3 --temp 0.7 --top-p 0.9 --seed 1
+//   qwen35 -m model.gguf --dump-graph verify --mtp 3 > verify.txt
+//
+// Streams text as it is generated, then prints prefill and decode speed and, with --mtp, the
+// acceptance per draft position, the mean accepted length and where the time went.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "ggml-lite/cpu.h"
+#include "ggml-lite/dump.h"
+#include "ggml-lite/models/session.h"
+#include "ggml-lite/models/tokenizer.h"
+#include "report.h"
+
+namespace {
+
+struct Args {
+  std::string model = GL_DEFAULT_MODEL;
+  std::string prompt = "ROMEO:\n";
+  int n_predict = 128;
+  int mtp = -1;  // -1: on (3) when the model has MTP tensors
+  int threads = 0;
+  int ctx = 4096;
+  int batch = 256;
+  std::string backend = "cpu";
+  std::string dump_graph;
+  bool ignore_eos = false;
+  gl::SamplerParams sampling;
+};
+
+void add_options(CLI::App& app, Args& a) {
+  app.add_option("-m,--model", a.model, "Qwen3.5 GGUF (default: the embedded tiny Shakespeare model)");
+  app.add_option("-p,--prompt", a.prompt, "prompt text");
+  app.add_option("-n,--n-predict", a.n_predict, "tokens to generate")->check(CLI::NonNegativeNumber);
+  app.add_option("--temp", a.sampling.temperature, "temperature (0 = greedy)")->check(CLI::NonNegativeNumber);
+  app.add_option("--top-k", a.sampling.top_k, "keep the k most likely tokens (0 = off)")->check(CLI::NonNegativeNumber);
+  app.add_option("--top-p", a.sampling.top_p, "nucleus sampling mass (1 = off)")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--min-p", a.sampling.min_p, "drop tokens below min-p x the top probability")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seed", a.sampling.seed, "sampling seed");
+  app.add_option("--mtp", a.mtp, "MTP draft tokens per round (0 = off; default 3 when the model has MTP)")
+      ->check(CLI::Range(0, 16));
+  app.add_option("-t,--threads", a.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
+  app.add_option("-c,--ctx", a.ctx, "context size")->check(CLI::PositiveNumber);
+  app.add_option("-b,--batch", a.batch, "prefill chunk size")->check(CLI::PositiveNumber);
+  app.add_option("--backend", a.backend, "compute backend")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--dump-graph", a.dump_graph, "print a step graph as text and exit")
+      ->check(CLI::IsMember({"prefill", "decode", "verify", "mtp"}));
+  app.add_flag("--ignore-eos", a.ignore_eos, "keep generating after the end-of-text token");
+  app.footer(
+      "Examples:\n"
+      "  qwen35                                      # embedded model, Shakespeare prompt, MTP on\n"
+      "  qwen35 -m Qwen3.5-9B-Q8_0.gguf -p \"Hi\" -n 64 --mtp 2\n"
+      "  qwen35 -m model.gguf --temp 0.8 --top-p 0.95 --seed 42\n"
+      "  qwen35 -m model.gguf --dump-graph verify --mtp 3 > verify.txt");
+}
+
+int dump_graph(const gl::qwen35::Model& m, gl::Backend& be, const Args& a, int k) {
+  gl::qwen35::Cache cache(m, std::min(a.ctx, 256), be);
+  const int n_kv = cache.n_ctx();
+  gl::DumpOptions opt;
+  opt.show_offsets = false;
+  if (a.dump_graph == "mtp") {
+    gl::qwen35::MtpCache mc(m, n_kv, 1, be);
+    gl::dump_text(gl::qwen35::build_mtp_step(m, mc, {.n_rows = 1, .n_kv = n_kv}).graph, std::cout, opt);
+    return 0;
+  }
+  gl::qwen35::StepShape sh{.n_tokens = 1, .n_kv = n_kv};
+  if (a.dump_graph == "prefill") sh.n_tokens = std::min(a.batch, n_kv);
+  if (a.dump_graph == "verify") sh = {.n_tokens = k + 1, .n_kv = n_kv, .n_outputs = k + 1, .n_states = k + 1};
+  gl::dump_text(gl::qwen35::build_step(m, cache, sh).graph, std::cout, opt);
+  return 0;
+}
+
+int run(const Args& a) {
+  if (a.backend == "cuda") {
+    fmt::print(stderr, "qwen35: this build has no CUDA backend; use --backend cpu\n");
+    return 1;
+  }
+  if (!std::filesystem::exists(a.model)) {
+    fmt::print(stderr, "qwen35: model file '{}' not found (pass -m path/to/model.gguf)\n", a.model);
+    return 1;
+  }
+  auto cpu = gl::cpu::make_backend({.n_threads = a.threads});
+  auto model = gl::qwen35::Model::load(a.model, *cpu);
+  if (!model) return fmt::print(stderr, "qwen35: {}\n", model.error()), 1;
+  const gl::qwen35::Model& m = **model;
+  if (a.mtp > 0 && !m.has_mtp()) {
+    fmt::print(stderr, "qwen35: {} has no MTP tensors, so --mtp {} cannot run.\n"
+               "        Run without MTP: add --mtp 0 (or drop --mtp).\n", a.model, a.mtp);
+    return 1;
+  }
+  const int k = a.mtp < 0 ? (m.has_mtp() ? 3 : 0) : a.mtp;
+  if (!a.dump_graph.empty()) return dump_graph(m, *cpu, a, std::max(k, 1));
+
+  auto tok = gl::Tokenizer::from_gguf(m.gguf());
+  if (!tok) return fmt::print(stderr, "qwen35: {}\n", tok.error()), 1;
+  gl::qwen35::RunConfig cfg{.n_ctx = a.ctx, .n_batch = a.batch, .mtp_k = k, .sampling = a.sampling};
+  auto session = gl::qwen35::Session::create(m, *cpu, cfg);
+  if (!session) return fmt::print(stderr, "qwen35: {}\n", session.error()), 1;
+  return generate(**session, *tok, a.prompt, a.n_predict, a.ignore_eos, k);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"qwen35: generate text with a Qwen3.5 / Qwen3.6 GGUF, with MTP speculative decoding"};
+  Args a;
+  add_options(app, a);
+  CLI11_PARSE(app, argc, argv);
+  return run(a);
+}
