@@ -57,7 +57,7 @@ def parse_args():
     ap.add_argument("--out", default=os.path.join(HERE, "out", "tiny-shakespeare"))
     ap.add_argument("--corpus", default=os.path.join(HERE, "data", "tinyshakespeare.txt"))
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--steps", type=int, default=1500, help="optimizer steps (the cosine schedule's length)")
+    ap.add_argument("--steps", type=int, default=700, help="optimizer steps (the cosine schedule's length)")
     ap.add_argument("--max-minutes", type=float, default=5.5,
                     help="training-loop budget; the schedule is shortened to fit after timing the first "
                          "steps, and the loop stops at 1.05x it. 0 = no limit (fully deterministic run)")
@@ -65,18 +65,18 @@ def parse_args():
     ap.add_argument("--lambda-mtp", type=float, default=1.0, help="weight of the MTP cross-entropy")
     ap.add_argument("--detach-hidden", action="store_true",
                     help="stop MTP gradients at the trunk hidden state (default: joint training)")
-    ap.add_argument("--kd-weight", type=float, default=0.0,
-                    help="extra KL(trunk_{t+1} || mtp_t) term on the MTP head only (off by default)")
+    ap.add_argument("--kd-weight", type=float, default=1.0,
+                    help="extra KL(trunk_{t+1} || mtp_t) term on the MTP head only (0 = the plain CE loss)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--seq-len", type=int, default=512)
     ap.add_argument("--lr", type=float, default=1.5e-3)
     ap.add_argument("--min-lr-ratio", type=float, default=0.1)
-    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--grad-clip", type=float, default=1.0)
-    ap.add_argument("--dropout", type=float, default=0.1,
+    ap.add_argument("--dropout", type=float, default=0.2,
                     help="dropout on each mixer / MLP output before the residual add (training only)")
-    ap.add_argument("--vocab-size", type=int, default=2048)
+    ap.add_argument("--vocab-size", type=int, default=1024)
     ap.add_argument("--val-frac", type=float, default=0.05, help="validation split (checkpoint selection)")
     ap.add_argument("--test-frac", type=float, default=0.10, help="held-out split: the corpus's last part")
     ap.add_argument("--eval-every", type=int, default=100)

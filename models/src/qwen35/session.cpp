@@ -43,6 +43,7 @@ Session::Session(const Model& m, Backend& backend, const RunConfig& cfg)
 
 Result<std::unique_ptr<Session>> Session::create(const Model& m, Backend& backend, const RunConfig& cfg) {
   if (cfg.mtp_k < 0 || cfg.mtp_k > 16) return Error(fmt::format("mtp_k {} must be in [0, 16]", cfg.mtp_k));
+  GL_TRY(cfg.sampling.validate());
   if (cfg.mtp_k > 0 && !m.has_mtp())
     return Error(fmt::format("{}: this GGUF has no MTP tensors (nextn_predict_layers is 0); run with MTP off",
                              m.gguf().name()));
@@ -187,9 +188,9 @@ Status Session::speculative_round() {
   // 4. accept while the target agrees; emit the correction or the bonus token.
   int a = 0;
   int32_t out = -1;
+  for (int i = 0; i < K; ++i) stats_.spec.drafted[i]++;
   for (; a < K; ++a) {
     const int32_t di = block[static_cast<size_t>(a + 1)];
-    stats_.spec.drafted[a]++;
     const int32_t target = check_draft(di, row(*l, n_vocab, a));
     if (target != di) {
       out = target;

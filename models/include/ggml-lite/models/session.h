@@ -37,8 +37,8 @@ struct RunConfig {
 };
 
 struct SpecStats {
-  std::vector<int64_t> drafted;   // per draft position (0 = first draft)
-  std::vector<int64_t> accepted;  // per draft position
+  std::vector<int64_t> drafted;   // per draft position (0 = first draft): drafts made there
+  std::vector<int64_t> accepted;  // per draft position: drafts accepted there (all earlier ones were too)
   int64_t rounds = 0;
   int64_t emitted = 0;            // tokens emitted by rounds (accepted + correction/bonus)
   double t_draft = 0, t_verify = 0, t_catchup = 0;  // seconds
