@@ -2,11 +2,11 @@
 # and a pkg-config file.
 include(CMakePackageConfigHelpers)
 
-set(GL_INSTALL_TARGETS ggml-lite-core ggml-lite-graph ggml-lite-cpu)
+set(GL_INSTALL_TARGETS ggml-lite-core ggml-lite-graph ggml-lite-cpu ggml-lite-models)
 install(TARGETS ${GL_INSTALL_TARGETS} EXPORT ggml-lite-targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-foreach(dir ggml-lite/include graph/include backends/cpu/include)
+foreach(dir ggml-lite/include graph/include backends/cpu/include models/include)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endforeach()
 

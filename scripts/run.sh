@@ -1,18 +1,12 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the main job.
-# Until the Qwen3.5 model lands, the main job is graph-dump on its built-in
-# example graph (a small attention + FFN block): the text dump, memory plan and
-# a DOT file rendered to SVG.
+# Sets up, builds and runs the main job: the qwen35 example on the embedded default model
+# (a tiny Qwen3.5 with an MTP head, trained on Shakespeare), streaming text with MTP
+# speculative decoding on and printing speed and acceptance. Extra arguments go to qwen35,
+# e.g. scripts/run.sh -n 64 --mtp 2, or scripts/run.sh --bench-mtp 4 -n 256.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
+scripts/setup.sh >/dev/null
 cmake --preset default >/dev/null
-cmake --build --preset default -j "$(nproc)" --target graph-dump
-mkdir -p out
-build/examples/graph-dump/graph-dump --plan "$@"
-build/examples/graph-dump/graph-dump --format dot -o out/example-graph.dot
-if command -v dot >/dev/null; then
-  dot -Tsvg out/example-graph.dot -o out/example-graph.svg
-  echo "wrote out/example-graph.dot and out/example-graph.svg"
-fi
+cmake --build --preset default -j "$(nproc)" --target qwen35 >/dev/null
+exec build/examples/qwen35/qwen35 "$@"

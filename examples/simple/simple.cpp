@@ -1,8 +1,10 @@
 // simple.cpp - the smallest program using an installed ggml-lite:
-// y = rms_norm(x) * w + b on the CPU backend, checked against a host loop.
+// y = rms_norm(x) * w + b on the CPU backend, checked against a host loop (and the
+// sampler's argmax from the models library).
 #include <ggml-lite/cpu.h>
 #include <ggml-lite/executor.h>
 #include <ggml-lite/ggml-lite.h>
+#include <ggml-lite/models/sampler.h>
 
 #include <cmath>
 #include <cstdio>
@@ -42,7 +44,7 @@ int main() {
       max_err = std::fmax(max_err, std::fabs(want - ys[r * kCols + c]));
     }
   }
-  std::printf("simple: y[0] = %.6f, max |err| = %.3g over %lld values\n", ys[0], max_err,
-              static_cast<long long>(ys.size()));
+  std::printf("simple: y[0] = %.6f, largest at %d, max |err| = %.3g over %lld values\n", ys[0], gl::argmax(ys),
+              max_err, static_cast<long long>(ys.size()));
   return max_err < 1e-5 ? 0 : 1;
 }

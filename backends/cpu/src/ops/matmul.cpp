@@ -5,10 +5,12 @@
 // (block, tile of weight rows): a job converts its weight rows to float once
 // into per-thread scratch and dots them against every activation row of the
 // block (dot_rows in matmul_fast.cpp). Blocks are capped so their activations
-// stay in cache while the weight tiles stream past. F32 rows, and the rows of
-// blocks of a few activation rows (decode), are read in place and converted in
+// stay in cache while the weight tiles stream past. Blocks of a few activation
+// rows (decode, MTP verify) read the weight rows in place and convert them in
 // registers instead (dot_rows_stored), which saves a pass over the weights.
 // The *_reference functions are the plain loops the fast path is tested against.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -24,7 +26,9 @@ constexpr int64_t kMaxTileRows = 16;
 constexpr int64_t kTileBytes = 256 * 1024;   // converted weight tile, kept in L2
 constexpr int64_t kBlockBytes = 512 * 1024;  // activation rows of one block
 constexpr int64_t kMaxBlockRows = 64;
-constexpr int64_t kStoredMaxRows = 4;         // blocks this small skip the conversion pass
+// F32 weight rows are read in place for blocks up to this many rows; larger blocks reuse each
+// row often enough that a contiguous copy (streamed once, then hot in cache) is faster.
+constexpr int64_t kInPlaceF32Rows = 16;
 
 // Activation rows as float pointers (in place or converted) and the output row of each.
 struct RowSet {
@@ -64,9 +68,11 @@ void add_blocks(std::vector<Block>& blocks, int64_t i2, int64_t i3, int64_t begi
   for (int64_t b = begin; b < end; b += max_rows) blocks.push_back({i2, i3, b, std::min(end, b + max_rows)});
 }
 
+// Weight rows per job: a multiple of the register tile that fits kTileBytes once converted.
 int64_t tile_rows(int64_t k) {
+  const int64_t g = dot_tile_shape().w_rows;
   const int64_t fit = kTileBytes / (k * static_cast<int64_t>(sizeof(float)));
-  return std::clamp<int64_t>(fit / 4 * 4, 4, kMaxTileRows);
+  return std::clamp<int64_t>(fit, g, kMaxTileRows) / g * g;
 }
 
 int64_t block_rows(int64_t k) {
@@ -75,14 +81,20 @@ int64_t block_rows(int64_t k) {
 
 bool rows_dense(const Tensor& w) { return w.nb[0] == dtype_traits(w.type).block_bytes; }
 
-// Weight rows n0 .. n0+nw-1 of matrix (b.i2, b.i3) times the activation rows of block b. Small
-// blocks (and f32 weights) read the weights in place; larger ones convert each row once.
+// Blocks this small read dense weight rows in place (converting in registers) instead of
+// converting each row once into scratch.
+bool reads_in_place(const Tensor& w, int64_t block_rows) {
+  if (!rows_dense(w)) return false;
+  return block_rows <= (w.type == DType::F32 ? kInPlaceF32Rows : dot_tile_shape().x_rows);
+}
+
+// Weight rows n0 .. n0+nw-1 of matrix (b.i2, b.i3) times the activation rows of block b.
 void run_job(const Tensor& w, const Block& b, int64_t n0, int nw, float* scratch, const RowSet& rs) {
   const int64_t k = w.ne[0], nx = b.end - b.begin;
   const float* const* x = rs.x.data() + b.begin;
   float* const* out = rs.out.data() + b.begin;
   const bool dense = rows_dense(w);
-  if (dense && (w.type == DType::F32 || nx <= kStoredMaxRows)) {
+  if (reads_in_place(w, nx)) {
     const void* rows[kMaxTileRows];
     for (int i = 0; i < nw; ++i) rows[i] = elem_ptr(w, 0, n0 + i, b.i2, b.i3);
     dot_rows_stored(w.type, rows, nw, x, nx, k, out, n0);
@@ -107,15 +119,16 @@ void run_blocks(const Tensor& w, const std::vector<Block>& blocks, const RowSet&
   const int64_t tile = tile_rows(k);
   const int64_t tiles = (n + tile - 1) / tile;
   const int64_t jobs = static_cast<int64_t>(blocks.size()) * tiles;
-  const bool needs_scratch = !(w.type == DType::F32 && rows_dense(w));
+  bool needs_scratch = false;
+  for (const Block& b : blocks) needs_scratch = needs_scratch || !reads_in_place(w, b.end - b.begin);
 #pragma omp parallel
   {
     std::vector<float> scratch(needs_scratch ? static_cast<size_t>(tile * k) : 0);
 #pragma omp for schedule(dynamic)
     for (int64_t job = 0; job < jobs; ++job) {
       const int64_t n0 = job % tiles * tile;
-      run_job(w, blocks[static_cast<size_t>(job / tiles)], n0, static_cast<int>(std::min(tile, n - n0)),
-              scratch.data(), rs);
+      run_job(w, blocks[static_cast<size_t>(job / tiles)], n0, static_cast<int>(std::min(tile, n - n0)), scratch.data(),
+              rs);
     }
   }
 }
@@ -127,7 +140,8 @@ float* out_row(const Tensor& dst, int64_t i1, int64_t i2, int64_t i3) {
 // Expert id of slot (u, t), checked against the expert count.
 int64_t expert_id(const Tensor& ids, int64_t u, int64_t t, int64_t n_experts) {
   const int32_t e = *reinterpret_cast<const int32_t*>(elem_ptr(ids, u, t, 0, 0));
-  GL_ASSERT(e >= 0 && e < n_experts, "[mul_mat_id] expert id out of range [0, n_experts)");
+  GL_ASSERT(e >= 0 && e < n_experts,
+            fmt::format("[mul_mat_id] ids[{}, {}] = {} is not an expert in [0, {})", u, t, e, n_experts).c_str());
   return e;
 }
 

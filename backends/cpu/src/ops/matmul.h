@@ -25,6 +25,13 @@ void mul_mat_id_reference(Tensor& dst);
 // to gl::to_float; vectorised where the target allows.
 void row_to_f32(DType type, const void* src, float* dst, int64_t n);
 
+// The register tile of dot_rows: weight rows x activation rows computed together. Row
+// counts that are multiples of these waste no work.
+struct DotTileShape {
+  int w_rows, x_rows;
+};
+DotTileShape dot_tile_shape();
+
 // out[j][out_off + i] = sum_k w[i][k] * x[j][k] for i < nw, j < nx, accumulated
 // in float with several independent partial sums (matmul_fast.cpp).
 void dot_rows(const float* const* w, int nw, const float* const* x, int64_t nx, int64_t k, float* const* out,

@@ -46,7 +46,9 @@ inline Vec vmul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
 inline Vec vset1(float a) { return _mm512_set1_ps(a); }
 inline void vstore(float* p, Vec a) { _mm512_storeu_ps(p, a); }
 inline float vsum(Vec a) { return _mm512_reduce_add_ps(a); }
-inline Vec load_f16(const fp16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline Vec load_f16(const fp16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 inline Vec load_bf16(const bf16_t* p) {
   const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
