@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "fixture.h"
 #include "ggml-lite/cpu.h"
@@ -43,7 +44,9 @@ TEST_P(MtpTest, PromptRowsMatchOracle) {
 
   std::vector<float> logits(static_cast<size_t>(nelements(*g.logits)));
   ex.get_output(*g.logits, logits.data());
-  EXPECT_LT(rel_error(logits, fx_->tensor("mtp_logits")), 1e-4);
+  const double err = rel_error(logits, fx_->tensor("mtp_logits"));
+  std::printf("[ metric   ] %s: MTP logits of %d prompt rows, max relative error %.3g\n", GetParam().c_str(), T - 1, err);
+  EXPECT_LT(err, 1e-4);
   std::vector<float> h(static_cast<size_t>(nelements(*g.h_mtp)));
   ex.get_output(*g.h_mtp, h.data());
   EXPECT_LT(rel_error(h, fx_->tensor("mtp_hidden")), 1e-4);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 #include "fixture.h"
@@ -41,6 +42,7 @@ TEST_P(Qwen35Test, PrefillLogitsMatchTransformers) {
   auto logits = r.eval(fx_->prompt, iota_rows(fx_->prompt.size()));
   ASSERT_TRUE(logits.ok()) << logits.error();
   const double err = rel_error(*logits, fx_->tensor("logits"));
+  std::printf("[ metric   ] %s: all-position logits, max relative error %.3g\n", GetParam().c_str(), err);
   EXPECT_LT(err, 1e-4) << "relative error of all-position logits";
 }
 
