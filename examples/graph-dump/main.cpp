@@ -56,7 +56,7 @@ gl::Tensor* attention(gl::Context& ctx, const BlockShape& s, gl::Tensor* xn, gl:
   gl::set_name(k, "k_rope");
   q = gl::permute(ctx, q, 0, 2, 1, 3);  // [D, T, H]
   k = gl::permute(ctx, k, 0, 2, 1, 3);  // [D, T, Hkv]
-  // scores [T_kv, T_q, H]; query head h reads kv head h % Hkv (broadcast over heads)
+  // scores [T_kv, T_q, H]; query head h reads kv head h / (H / Hkv) (mul_mat batch broadcast)
   gl::Tensor* kq = gl::mul_mat(ctx, k, q);
   kq = gl::set_name(gl::softmax(ctx, kq, nullptr, 1.0f / std::sqrt(static_cast<float>(D)), true), "kq_soft");
   // v as [T, D, Hkv] so that mul_mat contracts over tokens

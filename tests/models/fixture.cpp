@@ -3,12 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
+#include "ggml-lite/cpu.h"
 #include "gguf-tools/convert.h"
 
 namespace gl::test {
@@ -56,6 +58,20 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
     den = std::fmax(den, std::fabs(double(b[i])));
   }
   return num / den;
+}
+
+void FixtureModelTest::SetUp() {
+  fx_ = &model_fixture(GetParam());
+  cpu_ = cpu::make_backend({.n_threads = 2});
+  auto m = qwen35::Model::load(fx_->gguf, *cpu_);
+  ASSERT_TRUE(m.ok()) << m.error();
+  model_ = std::move(*m);
+}
+
+std::string fixture_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
 }
 
 }  // namespace gl::test

@@ -1,6 +1,7 @@
 // fixture.h - converted reference fixtures for model tests.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -29,5 +30,21 @@ const ModelFixture& model_fixture(const std::string& name);
 
 // max |a - b| / max |b|
 double rel_error(const std::vector<float>& a, const std::vector<float>& b);
+
+// A test parameterised by fixture name, with that fixture's model loaded on the CPU backend.
+class FixtureModelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override;
+  const ModelFixture* fx_ = nullptr;
+  std::unique_ptr<Backend> cpu_;
+  std::unique_ptr<qwen35::Model> model_;
+};
+
+// Test-name suffix for a fixture: "qwen35-dense-tiny" -> "qwen35_dense_tiny".
+std::string fixture_test_name(const ::testing::TestParamInfo<std::string>& info);
+
+#define GL_INSTANTIATE_FOR_FIXTURES(suite)                                                                    \
+  INSTANTIATE_TEST_SUITE_P(Fixtures, suite, ::testing::Values("qwen35-dense-tiny", "qwen35-moe-tiny"), \
+                           ::gl::test::fixture_test_name)
 
 }  // namespace gl::test

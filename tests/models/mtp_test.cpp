@@ -12,19 +12,7 @@
 namespace gl::test {
 namespace {
 
-class MtpTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    fx_ = &model_fixture(GetParam());
-    cpu_ = cpu::make_backend({.n_threads = 2});
-    auto m = qwen35::Model::load(fx_->gguf, *cpu_);
-    ASSERT_TRUE(m.ok()) << m.error();
-    model_ = std::move(*m);
-  }
-  const ModelFixture* fx_ = nullptr;
-  std::unique_ptr<Backend> cpu_;
-  std::unique_ptr<qwen35::Model> model_;
-};
+using MtpTest = FixtureModelTest;
 
 // Prefill fills the MTP KV for every prompt row; the rows' MTP logits match the oracle:
 // row t pairs final_norm(h_t) with embed(x_{t+1}) at position t.
@@ -88,12 +76,7 @@ TEST_P(MtpTest, PrefillGraphWritesAllRowsHeadsOne) {
   EXPECT_EQ(g.logits->ne[1], 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, MtpTest, ::testing::Values("qwen35-dense-tiny", "qwen35-moe-tiny"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+GL_INSTANTIATE_FOR_FIXTURES(MtpTest);
 
 }  // namespace
 }  // namespace gl::test

@@ -20,19 +20,12 @@ std::vector<int32_t> iota_rows(size_t n) {
 
 int32_t argmax(const float* row, int64_t n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
 
-class Qwen35Test : public ::testing::TestWithParam<std::string> {
+class Qwen35Test : public FixtureModelTest {
  protected:
   void SetUp() override {
-    fx_ = &model_fixture(GetParam());
-    cpu_ = cpu::make_backend({.n_threads = 2});
-    auto m = qwen35::Model::load(fx_->gguf, *cpu_);
-    ASSERT_TRUE(m.ok()) << m.error();
-    model_ = std::move(*m);
+    FixtureModelTest::SetUp();
     n_vocab_ = model_->hparams().n_vocab;
   }
-  const ModelFixture* fx_ = nullptr;
-  std::unique_ptr<Backend> cpu_;
-  std::unique_ptr<qwen35::Model> model_;
   int64_t n_vocab_ = 0;
 };
 
@@ -159,12 +152,7 @@ TEST_P(Qwen35Test, VerifyRollbackRestoresState) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen35Test, ::testing::Values("qwen35-dense-tiny", "qwen35-moe-tiny"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+GL_INSTANTIATE_FOR_FIXTURES(Qwen35Test);
 
 }  // namespace
 }  // namespace gl::test

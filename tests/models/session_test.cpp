@@ -29,19 +29,7 @@ std::vector<int32_t> generate(const qwen35::Model& m, Backend& be, const qwen35:
   return out;
 }
 
-class SessionTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    fx_ = &model_fixture(GetParam());
-    cpu_ = cpu::make_backend({.n_threads = 2});
-    auto m = qwen35::Model::load(fx_->gguf, *cpu_);
-    ASSERT_TRUE(m.ok()) << m.error();
-    model_ = std::move(*m);
-  }
-  const ModelFixture* fx_ = nullptr;
-  std::unique_ptr<Backend> cpu_;
-  std::unique_ptr<qwen35::Model> model_;
-};
+using SessionTest = FixtureModelTest;
 
 // MTP on emits exactly the tokens of plain greedy decoding, for K = 1..4, with a prompt longer
 // than the prefill chunk (29 tokens in chunks of 8).
@@ -84,12 +72,7 @@ TEST_P(SessionTest, MtpWithoutMtpTensorsIsAClearError) {
   EXPECT_NE(s.error().find("MTP off"), std::string::npos) << s.error();
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, SessionTest, ::testing::Values("qwen35-dense-tiny", "qwen35-moe-tiny"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+GL_INSTANTIATE_FOR_FIXTURES(SessionTest);
 
 }  // namespace
 }  // namespace gl::test

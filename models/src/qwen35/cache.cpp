@@ -1,9 +1,8 @@
 // cache.cpp - KV cache and Gated DeltaNet state for one sequence.
 #include <fmt/format.h>
 
-#include <vector>
-
 #include "ggml-lite/models/qwen35.h"
+#include "persistent.h"
 
 namespace gl::qwen35 {
 
@@ -24,24 +23,11 @@ Cache::Cache(const Model& m, int n_ctx, Backend& backend) : backend_(backend), n
       v[il] = ctx_.new_tensor(DType::F32, {row, n_ctx}, fmt::format("cache_v-{}", il));
     }
   }
-  size_t total = 0;
-  const size_t align = backend.alignment();
-  for (Tensor& t : ctx_) total += (nbytes(t) + align - 1) / align * align;
-  buf_ = backend.alloc_buffer(total, BufferUsage::ANY);
-  size_t off = 0;
-  for (Tensor& t : ctx_) {
-    t.flags |= TENSOR_WEIGHT;
-    buf_->bind(t, off);
-    off += (nbytes(t) + align - 1) / align * align;
-  }
-  clear();
+  buf_ = detail::alloc_persistent(ctx_, backend);
 }
 
 void Cache::clear() {
-  for (Tensor& t : ctx_) {
-    const std::vector<char> zeros(nbytes(t), 0);
-    backend_.set_tensor(t, zeros.data(), 0, zeros.size());
-  }
+  detail::zero_all(ctx_, backend_);
   n_past = 0;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "layers.h"
+#include "persistent.h"
 
 namespace gl::qwen35 {
 
@@ -20,25 +21,10 @@ MtpCache::MtpCache(const Model& m, int n_ctx, int max_rows, Backend& backend)
   v = ctx_.new_tensor(DType::F32, {row, n_ctx}, "mtp_cache_v");
   h_trunk = ctx_.new_tensor(DType::F32, {hp.n_embd, max_rows}, "mtp_h_trunk");
   h_chain = ctx_.new_tensor(DType::F32, {hp.n_embd, 1}, "mtp_h_chain");
-  const size_t align = backend.alignment();
-  size_t total = 0;
-  for (Tensor& t : ctx_) total += (nbytes(t) + align - 1) / align * align;
-  buf_ = backend.alloc_buffer(total, BufferUsage::ANY);
-  size_t off = 0;
-  for (Tensor& t : ctx_) {
-    t.flags |= TENSOR_WEIGHT;
-    buf_->bind(t, off);
-    off += (nbytes(t) + align - 1) / align * align;
-  }
-  clear();
+  buf_ = detail::alloc_persistent(ctx_, backend);
 }
 
-void MtpCache::clear() {
-  for (Tensor& t : ctx_) {
-    const std::vector<char> zeros(nbytes(t), 0);
-    backend_.set_tensor(t, zeros.data(), 0, zeros.size());
-  }
-}
+void MtpCache::clear() { detail::zero_all(ctx_, backend_); }
 
 MtpGraph build_mtp_step(const Model& m, MtpCache& mc, const MtpShape& shape) {
   const Hparams& hp = m.hparams();

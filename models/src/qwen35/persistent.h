@@ -1,0 +1,17 @@
+// persistent.h - device memory for state that outlives step graphs (caches, hand-off buffers).
+#pragma once
+
+#include <memory>
+
+#include "ggml-lite/backend.h"
+#include "ggml-lite/context.h"
+
+namespace gl::qwen35::detail {
+
+// One buffer holding every tensor of ctx, each flagged TENSOR_WEIGHT (persistent, owned
+// outside the graphs) and zeroed.
+std::unique_ptr<Buffer> alloc_persistent(Context& ctx, Backend& backend);
+// Zeroes every tensor of ctx.
+void zero_all(Context& ctx, Backend& backend);
+
+}  // namespace gl::qwen35::detail
