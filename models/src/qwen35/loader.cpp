@@ -157,7 +157,7 @@ Status Model::bind(bool with_data, Backend* backend) {
   return {};
 }
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend) {
+Result<std::unique_ptr<Model>> Model::open(const std::string& path, Backend* backend) {
   Result<GgufFile> f = GgufFile::open(path);
   if (!f) return Error(f.error());
   Result<Hparams> hp = Hparams::from_gguf(*f);
@@ -165,20 +165,12 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& bac
   auto m = std::make_unique<Model>();
   m->file_ = std::move(*f);
   m->hp_ = *hp;
-  GL_TRY(m->bind(true, &backend));
+  GL_TRY(m->bind(backend != nullptr, backend));
   return m;
 }
 
-Result<std::unique_ptr<Model>> Model::load_meta(const std::string& path) {
-  Result<GgufFile> f = GgufFile::open(path);
-  if (!f) return Error(f.error());
-  Result<Hparams> hp = Hparams::from_gguf(*f);
-  if (!hp) return Error(hp.error());
-  auto m = std::make_unique<Model>();
-  m->file_ = std::move(*f);
-  m->hp_ = *hp;
-  GL_TRY(m->bind(false, nullptr));
-  return m;
-}
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend) { return open(path, &backend); }
+
+Result<std::unique_ptr<Model>> Model::load_meta(const std::string& path) { return open(path, nullptr); }
 
 }  // namespace gl::qwen35

@@ -14,12 +14,12 @@
 
 #include "ggml-lite/status.h"
 #include "kernels.h"
+#include "parallel.h"
 #include "rows.h"
 
 namespace gl::cpu {
 namespace {
 
-constexpr int64_t kParallelMinElems = int64_t{1} << 14;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // w[j] = x[j] * scale + mask[j] for j < end, where end = n or, causally, the first

@@ -10,13 +10,13 @@
 
 #include "ggml-lite/status.h"
 #include "kernels.h"
+#include "parallel.h"
 #include "rows.h"
 
 namespace gl::cpu {
 namespace {
 
 // Below this many elements a parallel region costs more than it saves.
-constexpr int64_t kParallelMinElems = int64_t{1} << 14;
 
 const float* f32_row(const Tensor& t, int64_t i1, int64_t i2, int64_t i3) {
   return reinterpret_cast<const float*>(elem_ptr(t, 0, i1, i2, i3));

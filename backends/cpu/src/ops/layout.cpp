@@ -19,12 +19,12 @@
 
 #include "ggml-lite/status.h"
 #include "kernels.h"
+#include "parallel.h"
 #include "rows.h"
 
 namespace gl::cpu {
 namespace {
 
-constexpr int64_t kParallelMinElems = int64_t{1} << 14;
 constexpr int64_t kTile = 16;  // rows gathered together from a strided source (16 f32 = one cache line)
 
 struct Scratch {

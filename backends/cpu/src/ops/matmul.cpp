@@ -17,6 +17,7 @@
 #include "ggml-lite/status.h"
 #include "kernels.h"
 #include "matmul.h"
+#include "parallel.h"
 #include "rows.h"
 
 namespace gl::cpu {
@@ -49,7 +50,7 @@ std::vector<const float*> activation_rows(const Tensor& x, std::vector<float>& s
   std::vector<const float*> rows(static_cast<size_t>(n));
   const bool in_place = is_f32_rows(x);
   if (!in_place) storage.resize(static_cast<size_t>(n * k));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (!in_place && n * k >= kParallelMinElems)
   for (int64_t r = 0; r < n; ++r) {
     int64_t i1, i2, i3;
     unravel_row(x, r, i1, i2, i3);
@@ -120,8 +121,12 @@ void run_blocks(const Tensor& w, const std::vector<Block>& blocks, const RowSet&
   const int64_t tiles = (n + tile - 1) / tile;
   const int64_t jobs = static_cast<int64_t>(blocks.size()) * tiles;
   bool needs_scratch = false;
-  for (const Block& b : blocks) needs_scratch = needs_scratch || !reads_in_place(w, b.end - b.begin);
-#pragma omp parallel
+  int64_t macs = 0;
+  for (const Block& b : blocks) {
+    needs_scratch = needs_scratch || !reads_in_place(w, b.end - b.begin);
+    macs += (b.end - b.begin) * n * k;
+  }
+#pragma omp parallel if (jobs > 1 && macs >= kParallelMinMacs)
   {
     std::vector<float> scratch(needs_scratch ? static_cast<size_t>(tile * k) : 0);
 #pragma omp for schedule(dynamic)

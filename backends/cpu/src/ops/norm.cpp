@@ -9,12 +9,12 @@
 
 #include "ggml-lite/status.h"
 #include "kernels.h"
+#include "parallel.h"
 #include "rows.h"
 
 namespace gl::cpu {
 namespace {
 
-constexpr int64_t kParallelMinElems = int64_t{1} << 14;
 
 double sum_squares(const float* x, int64_t n) {
   double s = 0.0;

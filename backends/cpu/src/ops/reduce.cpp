@@ -12,12 +12,12 @@
 
 #include "ggml-lite/status.h"
 #include "kernels.h"
+#include "parallel.h"
 #include "rows.h"
 
 namespace gl::cpu {
 namespace {
 
-constexpr int64_t kParallelMinElems = int64_t{1} << 14;
 
 // Row (i1, i2, i3) of t as floats: a pointer into t for dense F32 rows, else loaded into buf.
 const float* row_f32(const Tensor& t, int64_t i1, int64_t i2, int64_t i3, std::vector<float>& buf) {

@@ -13,6 +13,7 @@
 #include "kernels.h"
 #include "rows.h"
 #include "ssm.h"
+#include "parallel.h"
 
 namespace gl::cpu {
 namespace {
@@ -119,7 +120,7 @@ void GdrProblem::load_qkv(int64_t j, int64_t t, float* q_out, float* k_out, floa
 
 void gated_delta_rule_recurrent(Tensor& dst) {
   const GdrProblem p(dst);
-#pragma omp parallel
+#pragma omp parallel if (p.hv > 1 && p.hv * p.dk * p.dv * p.n_tokens >= kParallelMinMacs)
   {
     RecurrentScratch w(p);
 #pragma omp for schedule(static)
@@ -149,7 +150,7 @@ void ssm_conv(Tensor& dst) {
       for (int64_t j = 0; j < kc; ++j) wt[j * c + ch] = taps[j];
     }
   }
-#pragma omp parallel
+#pragma omp parallel if (n_t > 1 && c * n_t * kc >= kParallelMinElems)
   {
     std::vector<float> col(static_cast<size_t>(c)), acc(static_cast<size_t>(c));
 #pragma omp for schedule(static)

@@ -123,6 +123,7 @@ class Model {
   std::vector<LayerWeights> layers;  // n_layer + n_nextn
 
  private:
+  static Result<std::unique_ptr<Model>> open(const std::string& path, Backend* backend);  // null: metadata only
   Status bind(bool with_data, Backend* backend);
   Hparams hp_;
   GgufFile file_;
