@@ -12,6 +12,16 @@ endforeach()
 
 install(EXPORT ggml-lite-targets NAMESPACE ggml-lite::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ggml-lite)
+# The CUDA backend has its own export file, since it needs find_package(CUDAToolkit) first:
+#   find_package(ggml-lite) ; find_package(CUDAToolkit) ; include(${ggml-lite_DIR}/ggml-lite-cuda-targets.cmake)
+if(GL_CUDA)
+  install(TARGETS ggml-lite-cuda EXPORT ggml-lite-cuda-targets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/backends/cuda/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT ggml-lite-cuda-targets NAMESPACE ggml-lite::
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ggml-lite)
+endif()
+
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ggml-lite-config.cmake.in
   ${PROJECT_BINARY_DIR}/ggml-lite-config.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ggml-lite)

@@ -1,25 +1,206 @@
-// executor.cpp - schedule, plan, allocate and run graphs.
+// executor.cpp - schedule, plan, allocate and run graphs, one arena per backend.
 //
-// One arena for now: it holds every backend's tensors, which is only valid
-// when all backends share host memory (or there is a single backend).
-// Per-backend arenas and cross-backend copies come with the CUDA backend.
+// Cross-backend reads go through staging copies (see executor.h). compute()
+// derives a split's staged roots from the split with the same function that
+// allocate() used to size the staging space, so both always agree.
 #include "ggml-lite/executor.h"
 
 #include <algorithm>
+#include <cstring>
+#include <deque>
 
 #include <fmt/format.h>
 
 namespace gl {
 namespace {
 
-Backend& backend_of(const Tensor& t, std::span<Backend* const> backends) {
-  if (t.buffer) return t.buffer->backend();
-  const Tensor& r = root(t);
-  if (r.buffer) return r.buffer->backend();
-  GL_ASSERT(t.backend_id >= 0 && static_cast<size_t>(t.backend_id) < backends.size(),
-            "executor: tensor has no buffer and no backend (allocate() first)");
-  return *backends[t.backend_id];
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+Tensor* root_ptr(Tensor* t) { return t->view_src ? t->view_src : t; }
+size_t offset_in_root(const Tensor& t) { return t.view_src ? t.view_offs : 0; }
+
+// The backend whose memory holds root r, or nullptr for plain host memory outside every
+// backend. Arena tensors are judged by placement: their buffer may be an arena since replaced.
+Backend* owner_of(const Tensor& r, std::span<Backend* const> bs) {
+  const bool in_arena = r.op != Op::NONE || r.arena_offset >= 0 || !r.data;
+  if (in_arena) return r.backend_id >= 0 ? bs[static_cast<size_t>(r.backend_id)] : nullptr;
+  return r.buffer ? &r.buffer->backend() : nullptr;
 }
+
+// The backend holding t's memory now (nullptr: plain host memory).
+Backend* holder_of(const Tensor& t) {
+  if (t.buffer) return &t.buffer->backend();
+  const Tensor& r = root(t);
+  return r.buffer ? &r.buffer->backend() : nullptr;
+}
+
+bool is_host(const Backend* b) { return b == nullptr || b->is_host(); }
+
+// Host backends read each other's (and plain host) memory in place; anything else is copied.
+bool needs_copy(const Backend* from, const Backend& to) { return from != &to && !(to.is_host() && is_host(from)); }
+
+// A range of one root that a split reads or writes on another backend, and where its copy
+// sits, as an offset from the start of the split backend's staging space.
+struct StagedRoot {
+  Tensor* root = nullptr;
+  Backend* owner = nullptr;  // nullptr: plain host memory
+  size_t lo = 0;             // bytes [lo, hi) of the root
+  size_t hi = 0;
+  size_t offset = 0;
+  bool written = false;  // a CPY/SET_ROWS of the split writes into it: copy back after compute
+};
+
+void add_range(std::vector<StagedRoot>& roots, Tensor* r, Backend* owner, size_t lo, size_t hi) {
+  auto it = std::find_if(roots.begin(), roots.end(), [&](const StagedRoot& s) { return s.root == r; });
+  if (it == roots.end()) {
+    roots.push_back({.root = r, .owner = owner, .lo = lo, .hi = hi});
+    return;
+  }
+  it->lo = std::min(it->lo, lo);
+  it->hi = std::max(it->hi, hi);
+}
+
+// The roots split s must stage, laid out from offset 0 in s's backend alignment; returns the
+// bytes they take. Views of one root share one copy, so a write through one view is seen by
+// reads through another within the split.
+size_t stage_roots(const Split& s, std::span<Backend* const> bs, std::vector<StagedRoot>& roots) {
+  roots.clear();
+  for (Tensor* in : s.inputs_from_elsewhere) {
+    Tensor* r = root_ptr(in);
+    Backend* owner = owner_of(*r, bs);
+    const size_t n = nbytes(*in);
+    if (n == 0 || !needs_copy(owner, *s.backend)) continue;
+    add_range(roots, r, owner, offset_in_root(*in), offset_in_root(*in) + n);
+  }
+  // CPY and SET_ROWS compute into a view of their destination: its whole range is written.
+  for (Tensor* n : s.nodes) {
+    if (is_view_op(n->op) || !n->view_src) continue;
+    Backend* owner = owner_of(*n->view_src, bs);
+    if (!needs_copy(owner, *s.backend)) continue;
+    add_range(roots, n->view_src, owner, n->view_offs, n->view_offs + nbytes(*n));
+    for (StagedRoot& sr : roots) sr.written |= sr.root == n->view_src;
+  }
+  size_t end = 0;
+  for (StagedRoot& sr : roots) {
+    sr.offset = end;
+    end += align_up(sr.hi - sr.lo, s.backend->alignment());
+  }
+  return end;
+}
+
+// A byte range of a buffer as a tensor: Backend::set_tensor/get_tensor only read data.
+Tensor window(Buffer& b, size_t off) {
+  Tensor t;
+  t.data = static_cast<char*>(b.base()) + off;
+  t.buffer = &b;
+  t.name = "staging";
+  return t;
+}
+
+// n bytes from (from, ft + from_off) to (to, tt + to_off); a null backend is plain host memory.
+// Host memory is read or written in place; device to device goes through tmp.
+void transfer(Backend* from, Tensor& ft, size_t from_off, Backend* to, Tensor& tt, size_t to_off, size_t n,
+              std::vector<unsigned char>& tmp) {
+  if (is_host(from)) {
+    const char* src = static_cast<const char*>(ft.data) + from_off;
+    if (to) {
+      to->set_tensor(tt, src, to_off, n);
+    } else {
+      std::memcpy(static_cast<char*>(tt.data) + to_off, src, n);
+    }
+    return;
+  }
+  if (is_host(to)) {
+    from->get_tensor(ft, static_cast<char*>(tt.data) + to_off, from_off, n);
+    return;
+  }
+  tmp.resize(std::max(tmp.size(), n));
+  from->get_tensor(ft, tmp.data(), from_off, n);
+  to->set_tensor(tt, tmp.data(), to_off, n);
+}
+
+// Points a split's nodes at staged copies while it computes; restore() puts every pointer back.
+class Redirection {
+ public:
+  Redirection(std::span<const StagedRoot> roots, Buffer& arena, size_t staging_base)
+      : roots_(roots), arena_(arena), base_(staging_base) {}
+
+  void apply(std::span<Tensor* const> nodes) {
+    for (Tensor* n : nodes) {
+      if (is_view_op(n->op)) continue;
+      for (int i = 0; i < n->n_srcs(); ++i) {
+        if (Tensor* c = clone_of(n->src[i])) {
+          srcs_.push_back({n, i, n->src[i]});
+          n->src[i] = c;
+        }
+      }
+      if (const StagedRoot* sr = n->view_src ? find(n->view_src) : nullptr) {
+        datas_.push_back({n, n->data, n->buffer});
+        n->data = staged_ptr(*sr, n->view_offs);
+        n->buffer = &arena_;
+      }
+    }
+  }
+
+  void restore() {
+    for (auto it = srcs_.rbegin(); it != srcs_.rend(); ++it) it->node->src[it->i] = it->orig;
+    for (auto it = datas_.rbegin(); it != datas_.rend(); ++it) {
+      it->node->data = it->data;
+      it->node->buffer = it->buffer;
+    }
+    srcs_.clear();
+    datas_.clear();
+  }
+
+ private:
+  const StagedRoot* find(const Tensor* r) const {
+    for (const StagedRoot& sr : roots_)
+      if (sr.root == r) return &sr;
+    return nullptr;
+  }
+
+  // Where byte `off` of sr's root is in the staging copy.
+  void* staged_ptr(const StagedRoot& sr, size_t off) const {
+    GL_ASSERT(off >= sr.lo && off < sr.hi, "executor: tensor outside its staged range");
+    return static_cast<char*>(arena_.base()) + base_ + sr.offset + (off - sr.lo);
+  }
+
+  // A leaf copy of t that lives in the staging space (nullptr: t's root is not staged).
+  Tensor* clone_of(Tensor* t) {
+    const StagedRoot* sr = find(root_ptr(t));
+    if (!sr) return nullptr;
+    for (auto& [orig, c] : clones_)
+      if (orig == t) return &c;
+    Tensor& c = clones_.emplace_back(t, *t).second;
+    c.op = Op::NONE;
+    c.params = NoParams{};
+    c.src = {};
+    c.view_src = nullptr;
+    c.view_offs = 0;
+    c.data = staged_ptr(*sr, offset_in_root(*t));
+    c.buffer = &arena_;
+    c.arena_offset = static_cast<int64_t>(base_ + sr->offset + (offset_in_root(*t) - sr->lo));
+    c.name = fmt::format("{}#{}", arena_.backend().name(), t->name);
+    return &c;
+  }
+
+  struct SrcSave {
+    Tensor* node;
+    int i;
+    Tensor* orig;
+  };
+  struct DataSave {
+    Tensor* node;
+    void* data;
+    Buffer* buffer;
+  };
+  std::span<const StagedRoot> roots_;
+  Buffer& arena_;
+  size_t base_;
+  std::deque<std::pair<Tensor*, Tensor>> clones_;  // deque: addresses stay stable
+  std::vector<SrcSave> srcs_;
+  std::vector<DataSave> datas_;
+};
 
 // Whether g's planned tensors point into this arena (another graph may have
 // grown, and so replaced, the arena since g was allocated).
@@ -34,76 +215,138 @@ bool bound_to(const Graph& g, const MemoryPlan& plan, Buffer& arena) {
   return check(g.leafs(), plan.leaf_slots) && check(g.nodes(), plan.node_slots);
 }
 
+// The scheduler's plan already carries the graph's fingerprint; where leafs live changes
+// which arena holds what, so it is part of the key.
+uint64_t plan_key(const SchedulePlan& sp) {
+  uint64_t key = sp.fingerprint;
+  for (int b : sp.leaf_backend) key = (key ^ static_cast<uint64_t>(b + 2)) * 0x100000001b3ull;
+  return key;
+}
+
 }  // namespace
 
-Executor::Executor(std::vector<Backend*> backends) : sched_(std::move(backends)) {}
+Executor::Executor(std::vector<Backend*> backends) : sched_(std::move(backends)) {
+  arenas_.resize(sched_.backends().size());
+}
+
+Executor::Plan Executor::make_plan(const Graph& g, const SchedulePlan& sp) const {
+  std::span<Backend* const> bs = sched_.backends();
+  Plan plan(bs.size());
+  const bool several = bs.size() > 1;
+  for (size_t b = 0; b < bs.size(); ++b) {
+    plan[b].memory = plan_memory(g, bs[b]->alignment(), several ? static_cast<int>(b) : -1);
+  }
+  std::vector<StagedRoot> roots;
+  for (const Split& s : sp.splits) {
+    if (s.inputs_from_elsewhere.empty()) continue;
+    size_t& staging = plan[static_cast<size_t>(s.backend_id)].staging_bytes;
+    staging = std::max(staging, stage_roots(s, bs, roots));
+  }
+  return plan;
+}
 
 Status Executor::allocate(const Graph& g) {
   std::span<Backend* const> bs = sched_.backends();
-  bool all_host = std::all_of(bs.begin(), bs.end(), [](const Backend* b) { return b->is_host(); });
-  if (bs.size() > 1 && !all_host) {
-    return Error("executor: several backends with device memory need per-backend arenas (not implemented yet)");
-  }
-  sched_.schedule(g);
-  size_t alignment = 1;
-  for (const Backend* b : bs) alignment = std::max(alignment, b->alignment());
-
-  uint64_t fp = g.fingerprint();
-  auto it = plans_.find(fp);
+  const SchedulePlan& sp = sched_.schedule(g);
+  const uint64_t key = plan_key(sp);
+  auto it = plans_.find(key);
   if (it == plans_.end()) {
-    it = plans_.emplace(fp, plan_memory(g, alignment)).first;
+    it = plans_.emplace(key, make_plan(g, sp)).first;
   } else {
-    rekey_plan(it->second, g);  // a rebuilt graph has other tensors; placements stay
+    for (ArenaPlan& ap : it->second) rekey_plan(ap.memory, g);  // a rebuilt graph has other tensors
   }
-  const MemoryPlan& plan = it->second;
-
-  if (!arena_ || arena_->size() < plan.arena_bytes) {
-    // The arena comes from the last backend (the host one when several share memory).
-    arena_.reset();
-    arena_ = bs.back()->alloc_buffer(std::max<size_t>(plan.arena_bytes, alignment), BufferUsage::COMPUTE);
-    if (!arena_) {
-      return Error(fmt::format("executor: {} could not allocate a {} byte arena", bs.back()->name(), plan.arena_bytes));
+  bool bound_any = false;
+  for (size_t b = 0; b < bs.size(); ++b) {
+    const ArenaPlan& ap = it->second[b];
+    const size_t need = ap.memory.arena_bytes + ap.staging_bytes;
+    if (need == 0 && bs.size() > 1) continue;  // nothing of this graph lives there
+    std::unique_ptr<Buffer>& arena = arenas_[b];
+    if (!arena || arena->size() < need) {
+      arena.reset();
+      arena = bs[b]->alloc_buffer(std::max(need, bs[b]->alignment()), BufferUsage::COMPUTE);
+      if (!arena) return Error(fmt::format("executor: {} could not allocate a {} byte arena", bs[b]->name(), need));
     }
+    bind_plan(g, ap.memory, *arena);
+    bound_any = true;
   }
-  bind_plan(g, plan, *arena_);
-  last_plan_ = &plan;
+  if (!bound_any) bind_views(g);
+  last_plan_ = &it->second;
   return {};
 }
 
+bool Executor::is_bound(const Graph& g, const Plan& plan) {
+  for (size_t b = 0; b < plan.size(); ++b) {
+    const ArenaPlan& ap = plan[b];
+    const size_t need = ap.memory.arena_bytes + ap.staging_bytes;
+    if (need == 0 && plan.size() > 1) continue;
+    Buffer* arena = arenas_[b].get();
+    if (!arena || arena->size() < need || !bound_to(g, ap.memory, *arena)) return false;
+  }
+  return true;
+}
+
 Status Executor::compute(const Graph& g) {
-  auto it = plans_.find(g.fingerprint());
-  if (it == plans_.end() || !arena_ || !bound_to(g, it->second, *arena_)) {
+  const SchedulePlan& sp = sched_.schedule(g);
+  auto it = plans_.find(plan_key(sp));
+  if (it == plans_.end() || !is_bound(g, it->second)) {
     return Error("executor: graph is not allocated in the current arena; call allocate() first");
   }
-  const SchedulePlan& plan = sched_.schedule(g);
-  for (const Split& s : plan.splits) {
-    if (!s.inputs_from_elsewhere.empty()) {
-      bool device_involved = !s.backend->is_host();
-      for (const Tensor* in : s.inputs_from_elsewhere) {
-        const Tensor& r = root(*in);
-        if (r.buffer && !r.buffer->backend().is_host()) device_involved = true;
-      }
-      if (device_involved) {
-        return Error(
-            fmt::format("executor: split on {} reads '{}' from another backend: cross-backend copies "
-                        "not implemented yet",
-                        s.backend->name(), s.inputs_from_elsewhere.front()->name));
-      }
-    }
-    GL_TRY(s.backend->compute(s.nodes));
-  }
+  n_copies_ = 0;
+  for (const Split& s : sp.splits) GL_TRY(run_split(s, it->second[static_cast<size_t>(s.backend_id)]));
   for (Backend* b : sched_.backends()) b->synchronize();
   return {};
 }
 
+// Copies in what the split reads from elsewhere, runs it on the copies, copies back what it wrote.
+Status Executor::run_split(const Split& s, const ArenaPlan& ap) {
+  if (s.inputs_from_elsewhere.empty()) return s.backend->compute(s.nodes);
+  std::vector<StagedRoot> roots;
+  const size_t used = stage_roots(s, sched_.backends(), roots);
+  if (roots.empty()) return s.backend->compute(s.nodes);
+
+  Buffer& arena = *arenas_[static_cast<size_t>(s.backend_id)];
+  const size_t base = ap.memory.arena_bytes;
+  GL_ASSERT(base + used <= arena.size(), "executor: staged copies do not fit the arena");
+  for (const StagedRoot& sr : roots) {
+    Tensor dst = window(arena, base + sr.offset);
+    transfer(sr.owner, *sr.root, sr.lo, s.backend, dst, 0, sr.hi - sr.lo, host_staging_);
+    ++n_copies_;
+  }
+  Redirection redirect(roots, arena, base);
+  redirect.apply(s.nodes);
+  Status st = s.backend->compute(s.nodes);
+  redirect.restore();
+  if (!st.ok()) return st;
+  for (const StagedRoot& sr : roots) {
+    if (!sr.written) continue;
+    Tensor src = window(arena, base + sr.offset);
+    transfer(s.backend, src, 0, sr.owner, *sr.root, sr.lo, sr.hi - sr.lo, host_staging_);
+    ++n_copies_;
+  }
+  return {};
+}
+
+const MemoryPlan* Executor::last_plan(int backend_id) const {
+  if (!last_plan_) return nullptr;
+  return &last_plan_->at(static_cast<size_t>(backend_id)).memory;
+}
+
 void Executor::set_input(Tensor& t, const void* src) {
   GL_ASSERT(t.data != nullptr, "set_input: tensor has no memory (allocate() first)");
-  backend_of(t, sched_.backends()).set_tensor(t, src, 0, nbytes(t));
+  if (Backend* b = holder_of(t)) {
+    b->set_tensor(t, src, 0, nbytes(t));
+  } else {
+    std::memcpy(t.data, src, nbytes(t));
+  }
 }
 
 void Executor::get_output(const Tensor& t, void* dst) {
   GL_ASSERT(t.data != nullptr, "get_output: tensor has no memory (allocate() first)");
-  backend_of(t, sched_.backends()).get_tensor(t, dst, 0, nbytes(t));
+  if (Backend* b = holder_of(t)) {
+    b->get_tensor(t, dst, 0, nbytes(t));
+  } else {
+    std::memcpy(dst, t.data, nbytes(t));
+  }
 }
 
 }  // namespace gl

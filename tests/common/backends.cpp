@@ -2,13 +2,16 @@
 #include "common/backends.h"
 
 #include "ggml-lite/cpu.h"
+#ifdef GL_HAVE_CUDA
+#include "ggml-lite/cuda.h"
+#endif
 
 namespace gl::test {
 
 std::vector<std::string> compiled_backend_names() {
   std::vector<std::string> names{"cpu"};
 #ifdef GL_HAVE_CUDA
-  names.emplace_back("cuda");
+  if (cuda::device_count() > 0) names.emplace_back("cuda");
 #endif
   return names;
 }
@@ -16,7 +19,7 @@ std::vector<std::string> compiled_backend_names() {
 std::unique_ptr<Backend> make_test_backend(std::string_view name) {
   if (name == "cpu") return cpu::make_backend({.n_threads = 2});
 #ifdef GL_HAVE_CUDA
-  if (name == "cuda") return cuda::make_backend();
+  if (name == "cuda" && cuda::device_count() > 0) return cuda::make_backend();
 #endif
   return nullptr;
 }

@@ -5,7 +5,8 @@
 //   auto cpu = gl::test::make_test_backend("cpu");
 //
 // The CPU backend is always present (2 threads: the test machines share their
-// cores). Device backends join when their build flag is set.
+// cores). Device backends join when their build flag is set and a device is
+// present, so one test binary runs on machines with and without a GPU.
 #pragma once
 
 #include <memory>
@@ -14,12 +15,6 @@
 #include <vector>
 
 #include "ggml-lite/backend.h"
-
-#ifdef GL_HAVE_CUDA
-namespace gl::cuda {
-std::unique_ptr<Backend> make_backend();  // defined by the CUDA backend
-}  // namespace gl::cuda
-#endif
 
 namespace gl::test {
 

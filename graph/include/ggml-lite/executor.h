@@ -1,22 +1,30 @@
 // executor.h - runs graphs: schedule, plan memory, allocate, compute.
 //
-//   gl::Executor ex({cpu.get()});
+//   gl::Executor ex({cuda.get(), cpu.get()});   // priority order, the fallback backend last
 //   gl::Graph g = gl::Graph::build({y});
 //   GL_TRY(ex.allocate(g));          // inputs now have data pointers
-//   ex.set_input(*x, xs.data());     // host -> x
+//   ex.set_input(*x, xs.data());     // host -> x, on whichever backend x lives
 //   GL_TRY(ex.compute(g));
 //   ex.get_output(*y, out.data());
 //
-// Plans are cached per graph fingerprint, so a step graph rebuilt with the
-// same shapes is neither re-scheduled nor re-planned. The arena of each
-// backend grows to the largest plan seen and is reused.
-// For now one arena serves every backend, so several backends must all be
-// host backends (allocate() returns an error otherwise), and splits that read
-// memory of a device backend from elsewhere return "cross-backend copies not
-// implemented yet". A graph allocated before the arena grew must be
-// allocated again; compute() reports it instead of reading freed memory.
+// Plans are cached per graph fingerprint (and where the leafs live), so a step
+// graph rebuilt with the same shapes is neither re-scheduled nor re-planned.
+// Each backend has its own arena, planned separately (plan_memory with its
+// backend id); an arena grows to the largest plan seen and is reused. A graph
+// allocated before an arena grew must be allocated again; compute() reports it
+// instead of reading freed memory.
+//
+// Several backends: before a split runs, every root range it reads from
+// another backend's memory is copied (through the host) into staging space
+// after the planned region of the split backend's arena; the split's nodes are
+// pointed at the copies while it computes and restored afterwards, and ranges
+// that a CPY/SET_ROWS of the split wrote are copied back to their owner. Host
+// backends read each other's (and plain host) memory directly: only memory on
+// the other side of a device boundary is copied, so one CPU backend copies
+// nothing. Copies are correct, not fast (a host round trip per root range).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -32,18 +40,34 @@ class Executor {
  public:
   explicit Executor(std::vector<Backend*> backends);
   Status allocate(const Graph& g);
-  Status compute(const Graph& g);  // allocate() first
-  void set_input(Tensor& t, const void* src);          // whole tensor, nbytes(t)
-  void get_output(const Tensor& t, void* dst);        // whole tensor, nbytes(t)
-  const MemoryPlan* last_plan() const { return last_plan_; }
+  Status compute(const Graph& g);               // allocate() first
+  void set_input(Tensor& t, const void* src);   // whole tensor, nbytes(t), wherever t lives
+  void get_output(const Tensor& t, void* dst);  // whole tensor, nbytes(t), wherever t lives
+  // The memory plan of one backend's arena for the last allocated graph.
+  const MemoryPlan* last_plan(int backend_id = 0) const;
   Scheduler& scheduler() { return sched_; }
-  Buffer* arena() { return arena_.get(); }
+  // A backend's arena (nullptr until a graph needed memory there).
+  Buffer* arena(int backend_id = 0) { return arenas_.at(static_cast<size_t>(backend_id)).get(); }
+  // Cross-backend copies (in and back) made by the last compute(); 0 on one backend.
+  int n_copies() const { return n_copies_; }
 
  private:
+  struct ArenaPlan {
+    MemoryPlan memory;
+    size_t staging_bytes = 0;  // after memory.arena_bytes: the largest split's copies
+  };
+  using Plan = std::vector<ArenaPlan>;  // one per backend
+
+  Plan make_plan(const Graph& g, const SchedulePlan& sp) const;
+  bool is_bound(const Graph& g, const Plan& plan);
+  Status run_split(const Split& s, const ArenaPlan& ap);
+
   Scheduler sched_;
-  std::unordered_map<uint64_t, MemoryPlan> plans_;
-  std::unique_ptr<Buffer> arena_;
-  const MemoryPlan* last_plan_ = nullptr;
+  std::unordered_map<uint64_t, Plan> plans_;
+  std::vector<std::unique_ptr<Buffer>> arenas_;  // one per backend
+  const Plan* last_plan_ = nullptr;
+  std::vector<unsigned char> host_staging_;  // device <-> host <-> device copies
+  int n_copies_ = 0;
 };
 
 }  // namespace gl

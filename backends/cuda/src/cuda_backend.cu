@@ -1,0 +1,192 @@
+// cuda_backend.cu - the CUDA backend: device buffers from a caching pool, transfers on the
+// backend's stream, and the op dispatch (one switch over Op, every launch checked per node).
+#include <memory>
+#include <string>
+
+#include "buffer.cuh"
+#include "common.cuh"
+#include "device.cuh"
+#include "ggml-lite/cuda.h"
+#include "ops/kernels.cuh"
+
+namespace gl::cuda {
+namespace {
+
+// cudaMalloc returns 256-byte aligned blocks; the planner keeps tensors on that grid too.
+constexpr size_t kAlignment = 256;
+
+// The one dispatch switch: no default, so a new op fails to compile here.
+void launch(const Ctx& ctx, Tensor& node) {
+  switch (node.op) {
+    case Op::NONE:
+    case Op::VIEW:
+    case Op::RESHAPE:
+    case Op::PERMUTE:
+    case Op::TRANSPOSE: return;
+    case Op::ADD:
+    case Op::SUB:
+    case Op::MUL:
+    case Op::DIV: binary(ctx, node); return;
+    case Op::SCALE:
+    case Op::SILU:
+    case Op::SIGMOID:
+    case Op::SOFTPLUS:
+    case Op::EXP: unary(ctx, node); return;
+    case Op::SWIGLU: swiglu(ctx, node); return;
+    case Op::RMS_NORM:
+    case Op::L2_NORM: norm(ctx, node); return;
+    case Op::MUL_MAT: mul_mat(ctx, node); return;
+    case Op::MUL_MAT_ID: mul_mat_id(ctx, node); return;
+    case Op::SOFTMAX: softmax(ctx, node); return;
+    case Op::ROPE: rope(ctx, node); return;
+    case Op::GET_ROWS: get_rows(ctx, node); return;
+    case Op::SET_ROWS: set_rows(ctx, node); return;
+    case Op::CONCAT: concat(ctx, node); return;
+    case Op::CONT:
+    case Op::CPY: copy(ctx, node); return;
+    case Op::ARGMAX: argmax(ctx, node); return;
+    case Op::TOP_K: top_k(ctx, node); return;
+    case Op::SUM_ROWS: sum_rows(ctx, node); return;
+    case Op::SSM_CONV: ssm_conv(ctx, node); return;
+    case Op::GATED_DELTA_RULE: gated_delta_rule(ctx, node); return;
+  }
+}
+
+// Per op family, the family's own answer (kernels.cuh); views and leafs compute nothing.
+bool supports_node(const Tensor& node) {
+  switch (node.op) {
+    case Op::NONE:
+    case Op::VIEW:
+    case Op::RESHAPE:
+    case Op::PERMUTE:
+    case Op::TRANSPOSE: return true;
+    case Op::ADD:
+    case Op::SUB:
+    case Op::MUL:
+    case Op::DIV:
+    case Op::SCALE:
+    case Op::SILU:
+    case Op::SIGMOID:
+    case Op::SOFTPLUS:
+    case Op::EXP:
+    case Op::SWIGLU:
+    case Op::RMS_NORM:
+    case Op::L2_NORM:
+    case Op::SOFTMAX:
+    case Op::ROPE: return supports_elementwise(node);
+    case Op::GET_ROWS:
+    case Op::SET_ROWS:
+    case Op::CONCAT:
+    case Op::CONT:
+    case Op::CPY: return supports_layout(node);
+    case Op::ARGMAX:
+    case Op::TOP_K:
+    case Op::SUM_ROWS: return supports_reduce(node);
+    case Op::MUL_MAT:
+    case Op::MUL_MAT_ID: return supports_matmul(node);
+    case Op::SSM_CONV:
+    case Op::GATED_DELTA_RULE: return supports_ssm(node);
+  }
+  return false;  // not reached: every op returns above
+}
+
+std::string describe(const Tensor& node) { return "node '" + node.name + "' (" + std::string(op_name(node.op)) + ")"; }
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) : pool_(std::make_shared<Pool>(device)) {
+    DeviceScope on(device);
+    ctx_.device = device;
+    GL_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking));
+    GL_CUBLAS_CHECK(cublasCreate(&ctx_.cublas));
+    GL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream));
+  }
+
+  ~CudaBackend() override {
+    DeviceScope on(ctx_.device);
+    GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+    GL_CUBLAS_CHECK(cublasDestroy(ctx_.cublas));
+    GL_CUDA_CHECK(cudaStreamDestroy(ctx_.stream));
+  }
+
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string_view name() const override { return "cuda"; }
+  bool is_host() const override { return false; }
+  size_t alignment() const override { return kAlignment; }
+
+  std::unique_ptr<Buffer> alloc_buffer(size_t bytes, BufferUsage usage) override {
+    void* p = pool_->alloc(bytes);
+    if (!p) return nullptr;  // out of device memory: the caller reports it
+    return std::make_unique<DeviceBuffer>(*this, pool_, p, bytes, usage);
+  }
+
+  bool supports(const Tensor& node) const override { return supports_node(node); }
+
+  // The caller may reuse src (often pageable memory) once this returns, so the copy is waited for.
+  void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
+    check_owned(t);
+    if (n == 0) return;
+    DeviceScope on(ctx_.device);
+    GL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(t.data) + off, src, n, cudaMemcpyHostToDevice, ctx_.stream));
+    GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+  }
+
+  // Ordered after every kernel queued so far, so it reads their results.
+  void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) override {
+    check_owned(t);
+    if (n == 0) return;
+    DeviceScope on(ctx_.device);
+    GL_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const char*>(t.data) + off, n, cudaMemcpyDeviceToHost, ctx_.stream));
+    GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+  }
+
+  // Launches the split's kernels without waiting for them; a launch error names its node.
+  Status compute(std::span<Tensor* const> nodes) override {
+    DeviceScope on(ctx_.device);
+    for (Tensor* node : nodes) {
+      if (node->op == Op::NONE || is_view_op(node->op)) continue;
+      if (!node->data) return Error("cuda: " + describe(*node) + " has no memory");
+      launch(ctx_, *node);
+      // Not GL_CUDA_CHECK: a failed launch is reported as this node's error, not an abort.
+      if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
+        return Error("cuda: " + describe(*node) + ": launch failed: " + cudaGetErrorString(e));
+      }
+    }
+    return {};
+  }
+
+  void synchronize() override {
+    DeviceScope on(ctx_.device);
+    GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+  }
+
+ private:
+  void check_owned(const Tensor& t) const {
+    GL_ASSERT(t.data != nullptr, "cuda: tensor has no memory");
+    GL_ASSERT(t.buffer == nullptr || &t.buffer->backend() == this, "cuda: tensor lives in another backend's buffer");
+  }
+
+  Ctx ctx_;
+  std::shared_ptr<Pool> pool_;  // shared with the buffers, which may outlive the backend
+};
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  // No driver or no device is an answer here, not a failure: clear the error and say 0.
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<Backend> make_backend(const Options& opt) {
+  GL_ASSERT(opt.device >= 0 && opt.device < device_count(), "cuda::make_backend: no such device (see device_count())");
+  return std::make_unique<CudaBackend>(opt.device);
+}
+
+}  // namespace gl::cuda

@@ -1,0 +1,156 @@
+// gdr.cu - GATED_DELTA_RULE on CUDA: the token recurrence of Gated DeltaNet.
+//
+// Why this layout: column iv of a head's state S [Dk][Dv] evolves on its own -- per token it needs
+// only k, q, g, beta, v[iv] and u[iv] = sum_ik S[ik][iv] k[ik] -- so a block owns one value head
+// and 32 state columns (one per lane, coalesced with the state's iv-fastest layout) and its 8 warps
+// split the Dk rows, each thread keeping its rows of its column in registers. The two Dk sums per
+// token (u = S^T k after the decay, o = S^T q after the write) are per-thread fmaf chains, then a
+// fixed-order sum over the warps through shared memory. The input state (the cache) is only read;
+// outputs and the n_states snapshots go to the flat F32 result. The next token's inputs are loaded
+// before the current token's sums to hide their latency.
+// Future work: a chunked (WY) form for long prefill (the CPU has one in ssm_chunked.cpp); here every
+// token is a step, so prefill costs T dependent steps per head.
+#include "kernels.cuh"
+#include "mm_utils.cuh"
+
+namespace gl::cuda {
+namespace {
+
+using mm::kWarp;
+using mm::TView;
+
+constexpr int kGdrWarps = 8;
+
+struct GdrArgs {
+  TView q, k, v, g, beta, state;
+  int64_t dk, hk, dv, hv, n_tokens, n_states;
+  float* out;  // o [Dv, Hv, T], then n_states states [Dv, Dk, Hv]
+};
+
+__device__ __forceinline__ float at(const TView& t, int64_t i0, int64_t i1, int64_t i2) {
+  return mm::load_scalar(t.type, t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2]);
+}
+
+// One token's inputs as this thread needs them: its k and q rows, v of its column, the gates.
+template <int kRows>
+struct Token {
+  float k[kRows], q[kRows];
+  float v, decay, beta;
+};
+
+template <int kRows>
+__device__ __forceinline__ void load_token(const GdrArgs& a, int64_t j, int64_t iv, int64_t ik0, int64_t t,
+                                           Token<kRows>& tk) {
+  const int64_t jk = j % a.hk;  // value head j reads key head j % Hk
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    const bool in = ik0 + i < a.dk;
+    tk.k[i] = in ? at(a.k, ik0 + i, jk, t) : 0.0f;
+    tk.q[i] = in ? at(a.q, ik0 + i, jk, t) : 0.0f;
+  }
+  tk.v = at(a.v, iv, j, t);
+  tk.decay = expf(at(a.g, j, t, 0));
+  tk.beta = at(a.beta, j, t, 0);
+}
+
+// Block (32 lanes = state columns, kGdrWarps warps = row slices); grid (column blocks, value heads).
+template <int kRows>
+__global__ void __launch_bounds__(kWarp * kGdrWarps) gdr_kernel(GdrArgs a) {
+  __shared__ float red_u[kGdrWarps][kWarp];
+  __shared__ float red_o[kGdrWarps][kWarp];
+  const int lane = static_cast<int>(threadIdx.x), warp = static_cast<int>(threadIdx.y);
+  const int64_t j = blockIdx.y;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kWarp + lane;
+  const bool owns_col = col < a.dv;
+  const int64_t iv = owns_col ? col : 0;  // idle lanes compute on column 0 and write nothing
+  const int64_t ik0 = static_cast<int64_t>(warp) * kRows;
+
+  float s[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) s[i] = ik0 + i < a.dk ? at(a.state, iv, ik0 + i, j) : 0.0f;
+
+  const int64_t first_snapshot = a.n_tokens - a.n_states;
+  float* states = a.out + a.dv * a.hv * a.n_tokens;
+  Token<kRows> cur;
+  load_token<kRows>(a, j, iv, ik0, 0, cur);
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    Token<kRows> next = cur;
+    if (t + 1 < a.n_tokens) load_token<kRows>(a, j, iv, ik0, t + 1, next);
+
+    // S = exp(g) S; u = S^T k
+    float pu = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      s[i] *= cur.decay;
+      pu = fmaf(s[i], cur.k[i], pu);
+    }
+    red_u[warp][lane] = pu;
+    __syncthreads();
+    float u = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kGdrWarps; ++w) u += red_u[w][lane];
+    const float d = cur.beta * (cur.v - u);
+
+    // S += k d^T; o = S^T q
+    float po = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      s[i] = fmaf(cur.k[i], d, s[i]);
+      po = fmaf(s[i], cur.q[i], po);
+    }
+    red_o[warp][lane] = po;
+    __syncthreads();  // also orders this token's red_u reads before the next token's writes
+    if (warp == 0 && owns_col) {
+      float o = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kGdrWarps; ++w) o += red_o[w][lane];
+      a.out[(t * a.hv + j) * a.dv + iv] = o;
+    }
+    if (t >= first_snapshot && owns_col) {
+      float* snap = states + ((t - first_snapshot) * a.hv + j) * a.dk * a.dv;
+#pragma unroll
+      for (int i = 0; i < kRows; ++i)
+        if (ik0 + i < a.dk) snap[(ik0 + i) * a.dv + iv] = s[i];
+    }
+    cur = next;
+  }
+}
+
+template <int kRows>
+void launch(const Ctx& ctx, const GdrArgs& a) {
+  const dim3 grid(static_cast<unsigned>(mm::ceil_div<int64_t>(a.dv, kWarp)), static_cast<unsigned>(a.hv));
+  gdr_kernel<kRows><<<grid, dim3(kWarp, kGdrWarps), 0, ctx.stream>>>(a);
+  GL_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void gated_delta_rule(const Ctx& ctx, Tensor& dst) {
+  const Tensor& q = *dst.src[0];
+  const Tensor& v = *dst.src[2];
+  const GdrArgs a{mm::view_of(q),
+                  mm::view_of(*dst.src[1]),
+                  mm::view_of(v),
+                  mm::view_of(*dst.src[3]),
+                  mm::view_of(*dst.src[4]),
+                  mm::view_of(*dst.src[5]),
+                  q.ne[0],
+                  q.ne[1],
+                  v.ne[0],
+                  v.ne[1],
+                  q.ne[2],
+                  dst.p<GdrParams>().n_states,
+                  static_cast<float*>(dst.data)};
+  if (a.n_tokens == 0 || a.dv == 0 || a.hv == 0) return;
+  // Rows per thread: Dk split over the warps, rounded up to a power of two.
+  const int64_t rows = mm::ceil_div<int64_t>(a.dk, kGdrWarps);
+  if (rows <= 1) return launch<1>(ctx, a);
+  if (rows <= 2) return launch<2>(ctx, a);
+  if (rows <= 4) return launch<4>(ctx, a);
+  if (rows <= 8) return launch<8>(ctx, a);
+  if (rows <= 16) return launch<16>(ctx, a);
+  if (a.dk > mm::kMaxGdrDk) fail(__FILE__, __LINE__, "gated_delta_rule", "Dk above kMaxGdrDk (supports_ssm)");
+  launch<32>(ctx, a);
+}
+
+}  // namespace gl::cuda

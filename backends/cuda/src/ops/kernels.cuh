@@ -1,0 +1,39 @@
+// kernels.cuh - CUDA kernel entries, one per op family (backends/cuda/src/ops/*.cu).
+//
+// Same semantics as the CPU reference (backends/cpu/src/ops/kernels.h and ggml-lite/ops.def):
+// every entry honours ne/nb strides of its sources, writes dst (contiguous unless the op is
+// CPY/SET_ROWS, which write through views), launches on ctx.stream and never synchronises.
+// supports_* says whether the entry handles this node's dtypes/shapes; the backend's
+// supports() asks it, so the scheduler can fall back to the CPU for the rest.
+#pragma once
+
+#include "../common.cuh"
+
+namespace gl::cuda {
+
+void binary(const Ctx& ctx, Tensor& dst);        // ADD, SUB, MUL, DIV (broadcasting)
+void unary(const Ctx& ctx, Tensor& dst);         // SCALE, SILU, SIGMOID, SOFTPLUS, EXP
+void swiglu(const Ctx& ctx, Tensor& dst);        // SWIGLU
+void norm(const Ctx& ctx, Tensor& dst);          // RMS_NORM, L2_NORM
+void softmax(const Ctx& ctx, Tensor& dst);       // SOFTMAX
+void rope(const Ctx& ctx, Tensor& dst);          // ROPE
+void get_rows(const Ctx& ctx, Tensor& dst);      // GET_ROWS
+void set_rows(const Ctx& ctx, Tensor& dst);      // SET_ROWS
+void concat(const Ctx& ctx, Tensor& dst);        // CONCAT
+void copy(const Ctx& ctx, Tensor& dst);          // CONT, CPY
+void argmax(const Ctx& ctx, Tensor& dst);        // ARGMAX
+void top_k(const Ctx& ctx, Tensor& dst);         // TOP_K
+void sum_rows(const Ctx& ctx, Tensor& dst);      // SUM_ROWS
+void mul_mat(const Ctx& ctx, Tensor& dst);       // MUL_MAT
+void mul_mat_id(const Ctx& ctx, Tensor& dst);    // MUL_MAT_ID
+void ssm_conv(const Ctx& ctx, Tensor& dst);      // SSM_CONV
+void gated_delta_rule(const Ctx& ctx, Tensor& dst);  // GATED_DELTA_RULE
+
+// Per family: can the entry compute this node (dtypes, layouts)? Unsupported nodes run on the CPU.
+bool supports_elementwise(const Tensor& node);   // binary, unary, swiglu, norm, softmax, rope
+bool supports_layout(const Tensor& node);        // get_rows, set_rows, concat, copy
+bool supports_reduce(const Tensor& node);        // argmax, top_k, sum_rows
+bool supports_matmul(const Tensor& node);        // mul_mat, mul_mat_id
+bool supports_ssm(const Tensor& node);           // ssm_conv, gated_delta_rule
+
+}  // namespace gl::cuda

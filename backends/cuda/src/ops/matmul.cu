@@ -1,0 +1,253 @@
+// matmul.cu - MUL_MAT on CUDA: the GEMV kernels for a few activation rows, cuBLAS for the rest.
+//
+// Why two paths: up to kGemvMaxRows rows per batch (decode, MTP verify) the weight read is the whole
+// cost and the result must be batch invariant, which the hand-written GEMV (matmul_gemv.cu) gives.
+// From there on the product is compute-bound and cuBLAS's tensor-core GEMM wins (STYLE rule 13):
+//   * F32 weights: SGEMM with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no reduced-precision steps);
+//   * F16/BF16 weights: activations rounded to the weight format, F32 accumulation;
+//   * Q8_0 weights (and any weight layout cuBLAS cannot address): tiles of weight rows converted to
+//     F16 (F32 for F32 weights) in scratch, one GEMM per tile.
+// Scratch comes from the stream-ordered allocator (mm::Scratch), so nothing is allocated up front
+// and nothing synchronises. Broadcast: x batch b reads w batch b / (B / W); the r2 x batches that
+// share a weight matrix are adjacent, so they form the columns of one GEMM.
+#include <algorithm>
+#include <climits>
+
+#include "kernels.cuh"
+#include "mm_utils.cuh"
+
+namespace gl::cuda {
+namespace {
+
+using mm::ceil_div;
+using mm::Scratch;
+using mm::TView;
+
+// Converted weight tiles stay under this size (bytes).
+constexpr int64_t kWeightTileBytes = int64_t{64} << 20;
+constexpr int kConvertThreads = 256;
+
+template <class T>
+__device__ __forceinline__ T from_f32(float f);
+template <>
+__device__ __forceinline__ float from_f32<float>(float f) {
+  return f;
+}
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float f) {
+  return __float2half_rn(f);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float f) {
+  return __float2bfloat16_rn(f);
+}
+
+// x [K, M, B2, B3] (any float dtype, any strides) -> contiguous T, same shape.
+template <class T>
+__global__ void convert_x_kernel(TView x, T* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t k = i % x.ne[0], r = i / x.ne[0];
+    const int64_t i1 = r % x.ne[1], i2 = r / x.ne[1] % x.ne[2], i3 = r / (x.ne[1] * x.ne[2]);
+    out[i] = from_f32<T>(mm::load_elem(x, k, i1, i2, i3));
+  }
+}
+
+// Weight rows [n0, n0 + tn) of batch (w2, w3) -> contiguous T [K, tn].
+template <class T>
+__global__ void convert_w_kernel(TView w, int64_t n0, int64_t tn, int64_t w2, int64_t w3, T* out) {
+  const int64_t n = w.ne[0] * tn;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = from_f32<T>(mm::load_elem(w, i % w.ne[0], n0 + i / w.ne[0], w2, w3));
+  }
+}
+
+// Q8_0 weight rows [n0, n0 + tn) of batch (w2, w3) -> contiguous F16 [K, tn], a pair of quants per
+// thread so that both the 16-bit quant reads and the half2 writes are coalesced.
+__global__ void dequant_q8_0_kernel(TView w, int64_t n0, int64_t tn, int64_t w2, int64_t w3, __half2* out) {
+  const int64_t pairs_per_row = w.ne[0] / 2, n = pairs_per_row * tn;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = i / pairs_per_row, p = i % pairs_per_row;
+    const char* blk = w.data + (n0 + row) * w.nb[1] + w2 * w.nb[2] + w3 * w.nb[3] +
+                      (p / (kQ8_0Block / 2)) * int64_t{sizeof(BlockQ8_0)};
+    const float d = mm::half_bits_to_f32(*reinterpret_cast<const uint16_t*>(blk));
+    const uint16_t u = reinterpret_cast<const uint16_t*>(blk + 2)[p % (kQ8_0Block / 2)];
+    out[i] = __floats2half2_rn(d * static_cast<float>(static_cast<int8_t>(u & 0xffu)),
+                               d * static_cast<float>(static_cast<int8_t>(u >> 8)));
+  }
+}
+
+unsigned convert_blocks(int64_t n) {
+  return static_cast<unsigned>(std::min<int64_t>(ceil_div<int64_t>(n, kConvertThreads), 65535));
+}
+
+// The GEMM element type for a weight dtype and its cuBLAS enums.
+struct GemmType {
+  DType type;  // F32, F16 or BF16
+  cudaDataType_t cuda;
+  cublasComputeType_t compute;
+  size_t size;
+};
+
+GemmType gemm_type(DType w) {
+  switch (w) {
+    case DType::F32:
+      return {DType::F32, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
+    case DType::BF16:
+      return {DType::BF16, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
+    case DType::F16:
+    case DType::Q8_0:
+    case DType::I32:
+      break;
+  }
+  return {DType::F16, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
+}
+
+template <class F>
+void with_type(DType t, F&& f) {
+  if (t == DType::F32) return f(float{});
+  if (t == DType::BF16) return f(__nv_bfloat16{});
+  f(__half{});
+}
+
+// How cuBLAS reads a weight matrix of (or converted to) the GEMM type: column-major A with op.
+struct WeightOperand {
+  bool direct = false;  // read in place; otherwise converted tile by tile
+  cublasOperation_t op = CUBLAS_OP_T;
+  int64_t ld = 0;
+};
+
+WeightOperand weight_operand(const Tensor& w, const GemmType& gt) {
+  WeightOperand a;
+  if (w.type != gt.type) return a;  // Q8_0: converted
+  const int64_t es = static_cast<int64_t>(gt.size), k = w.ne[0], n = w.ne[1];
+  const int64_t nb0 = static_cast<int64_t>(w.nb[0]), nb1 = static_cast<int64_t>(w.nb[1]);
+  if (w.nb[2] % es != 0 || w.nb[3] % es != 0) return a;
+  if (nb0 == es && nb1 % es == 0 && (nb1 / es >= k || n == 1)) {
+    a = {true, CUBLAS_OP_T, n == 1 ? k : nb1 / es};  // rows of w are columns of A (K x N)
+  } else if (nb1 == es && nb0 % es == 0 && (nb0 / es >= n || k == 1)) {
+    a = {true, CUBLAS_OP_N, k == 1 ? n : nb0 / es};  // transposed w: A is N x K
+  }
+  if (a.ld > INT_MAX) a.direct = false;
+  return a;
+}
+
+// x as the B operand: in place when F32 rows with uniform column stride, else converted contiguous.
+struct ActOperand {
+  const void* data = nullptr;
+  int64_t ld = 0;         // elements between columns (activation rows)
+  int64_t batch = 0;      // elements between x batches i2
+  int64_t batch3 = 0;     // elements between x batches i3
+};
+
+bool act_direct(const Tensor& x, const GemmType& gt, int64_t r2) {
+  if (gt.type != DType::F32 || x.type != DType::F32 || x.nb[0] != sizeof(float)) return false;
+  const int64_t m = x.ne[1], nb1 = static_cast<int64_t>(x.nb[1]);
+  if (nb1 % 4 != 0 || x.nb[2] % 4 != 0 || x.nb[3] % 4 != 0) return false;
+  if (m > 1 && nb1 / 4 < x.ne[0]) return false;
+  if (m * nb1 / 4 > INT_MAX) return false;
+  return r2 == 1 || static_cast<int64_t>(x.nb[2]) == m * nb1;  // r2 batches merge into one GEMM
+}
+
+void gemm(const Ctx& ctx, const GemmType& gt, cublasOperation_t op_a, int64_t rows, int64_t cols, int64_t k,
+          const void* a, int64_t lda, const void* b, int64_t ldb, float* c, int64_t ldc) {
+  const float one = 1.0f, zero = 0.0f;
+  GL_CUBLAS_CHECK(cublasGemmEx(ctx.cublas, op_a, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
+                               static_cast<int>(k), &one, a, gt.cuda, static_cast<int>(lda), b, gt.cuda,
+                               static_cast<int>(ldb), &zero, c, CUDA_R_32F, static_cast<int>(ldc), gt.compute,
+                               CUBLAS_GEMM_DEFAULT));
+}
+
+// The A operand for weight rows [n0, n0 + tn) of batch (w2, w3): in place, or converted into buf.
+const void* weight_tile(const Ctx& ctx, const Tensor& w, const WeightOperand& wa, const GemmType& gt, int64_t n0,
+                        int64_t tn, int64_t w2, int64_t w3, const Scratch& buf) {
+  if (wa.direct) return static_cast<const char*>(w.data) + w2 * w.nb[2] + w3 * w.nb[3];
+  const int64_t k = w.ne[0];
+  if (w.type == DType::Q8_0) {
+    dequant_q8_0_kernel<<<convert_blocks(tn * k / 2), kConvertThreads, 0, ctx.stream>>>(mm::view_of(w), n0, tn, w2,
+                                                                                       w3, buf.as<__half2>());
+  } else {
+    with_type(gt.type, [&](auto tag) {
+      using T = decltype(tag);
+      convert_w_kernel<T><<<convert_blocks(tn * k), kConvertThreads, 0, ctx.stream>>>(mm::view_of(w), n0, tn, w2,
+                                                                                     w3, buf.as<T>());
+    });
+  }
+  GL_CUDA_CHECK(cudaGetLastError());
+  return buf.as<void>();
+}
+
+// dst [N, M, B2, B3] = w^T x through cuBLAS, one GEMM per (weight batch, weight tile, i3).
+void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst) {
+  const int64_t k = w.ne[0], n = w.ne[1], m = x.ne[1], b2 = x.ne[2], b3 = x.ne[3];
+  const int64_t r2 = b2 / w.ne[2], r3 = b3 / w.ne[3];
+  const GemmType gt = gemm_type(w.type);
+  const WeightOperand wa = weight_operand(w, gt);
+
+  // Activations.
+  ActOperand xb;
+  const bool x_in_place = act_direct(x, gt, r2);
+  const int64_t x_elems = k * m * b2 * b3;
+  Scratch x_buf(ctx.stream, x_in_place ? 0 : static_cast<size_t>(x_elems) * gt.size);
+  if (x_in_place) {
+    xb = {x.data, static_cast<int64_t>(x.nb[1]) / 4, static_cast<int64_t>(x.nb[2]) / 4,
+          static_cast<int64_t>(x.nb[3]) / 4};
+  } else {
+    with_type(gt.type, [&](auto tag) {
+      using T = decltype(tag);
+      convert_x_kernel<T><<<convert_blocks(x_elems), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x),
+                                                                                        x_buf.as<T>(), x_elems);
+    });
+    GL_CUDA_CHECK(cudaGetLastError());
+    xb = {x_buf.as<void>(), k, k * m, k * m * b2};
+  }
+
+  // Weight tiles: the whole matrix when read in place, else rows converted into scratch.
+  const int64_t tile = wa.direct ? n : std::clamp<int64_t>(kWeightTileBytes / (k * int64_t(gt.size)), 1, n);
+  Scratch w_buf(ctx.stream, wa.direct ? 0 : static_cast<size_t>(tile * k) * gt.size);
+  float* out = static_cast<float*>(dst.data);
+  for (int64_t w3 = 0; w3 < w.ne[3]; ++w3)
+    for (int64_t w2 = 0; w2 < w.ne[2]; ++w2)
+      for (int64_t n0 = 0; n0 < n; n0 += tile) {
+        const int64_t tn = std::min(tile, n - n0);
+        const void* a = weight_tile(ctx, w, wa, gt, n0, tn, w2, w3, w_buf);
+        const int64_t lda = wa.direct ? wa.ld : k;
+        // The r2 x batches i2 = w2 * r2 .. + r2 - 1 of every i3 reading this weight batch.
+        for (int64_t i3 = w3 * r3; i3 < (w3 + 1) * r3; ++i3) {
+          const size_t es = gt.size;
+          const void* b = static_cast<const char*>(xb.data) + (w2 * r2 * xb.batch + i3 * xb.batch3) * es;
+          float* c = out + ((i3 * b2 + w2 * r2) * m) * n + n0;
+          gemm(ctx, gt, wa.direct ? wa.op : CUBLAS_OP_T, tn, r2 * m, k, a, lda, b, xb.ld, c, n);
+        }
+      }
+}
+
+bool fits_int(const Tensor& t) {
+  for (int64_t ne : t.ne)
+    if (ne > INT_MAX) return false;
+  return true;
+}
+
+bool weight_dtype_ok(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0; }
+
+}  // namespace
+
+void mul_mat(const Ctx& ctx, Tensor& dst) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  if (nelements(dst) == 0) return;
+  if (x.ne[1] <= mm::kGemvMaxRows) return mm::gemv_mul_mat(ctx, w, x, dst);
+  mul_mat_cublas(ctx, w, x, dst);
+}
+
+bool supports_matmul(const Tensor& node) {
+  if (node.op != Op::MUL_MAT && node.op != Op::MUL_MAT_ID) return false;
+  const Tensor& w = *node.src[0];
+  const Tensor& x = *node.src[1];
+  if (!weight_dtype_ok(w.type) || !dtype_traits(x.type).is_float) return false;
+  if (node.type != DType::F32 || !is_contiguous(node)) return false;
+  if (!fits_int(w) || !fits_int(x) || x.ne[1] * x.ne[2] * x.ne[3] > INT_MAX) return false;
+  if (node.op == Op::MUL_MAT_ID) return node.src[2]->type == DType::I32 && w.ne[2] <= mm::kMaxIdExperts;
+  return true;
+}
+
+}  // namespace gl::cuda

@@ -1,0 +1,430 @@
+// matmul_gemv.cu - MUL_MAT / MUL_MAT_ID for a few activation rows (decode, MTP verify): one pass
+// over the weights.
+//
+// Why by hand: with <= 8 activation rows the time is the weight read, and the result of a row must
+// not depend on how many rows came with it (a verify of 4 rows must reproduce 4 decode steps bit for
+// bit). cuBLAS promises neither. Layout of the work:
+//   * a block owns R consecutive weight rows of one weight matrix and up to M activation rows
+//     (blockIdx.y picks the batch / expert group); every activation row is dotted with the R weight
+//     rows while they stream past once, in 16-byte vector loads (F32/F16/BF16) or quarter blocks of
+//     8 quants (Q8_0) per thread; activations stay F32 (read through L1, each reused R times);
+//   * accumulation is float with explicit fmaf, then a warp shuffle tree and a fixed-order sum over
+//     the block's warps.
+// Batch invariance: the reduction order of output (n, m) depends only on K, the weight dtype (chunk
+// size E) and the thread count, which is chosen from K and E alone: thread t sums chunks t, t+T,
+// t+2T, ... element by element into its own accumulator, lane 0's xor tree and warps 0..W-1 follow.
+// M, R, the group's row count and whether loads are vectorised (alignment) change which registers
+// hold what, never the sequence of float operations of one output.
+#include <initializer_list>
+
+#include "mm_utils.cuh"
+
+namespace gl::cuda::mm {
+namespace {
+
+constexpr int kMaxThreads = 128;
+// Weight rows per block: each activation load feeds this many rows (measured on the H200: 4 beats
+// 2 at M = 1 by ~20% and ties 8; a design staging x in shared memory per K tile was slower).
+constexpr int kRowsPerBlock = 4;
+constexpr int64_t kMaxGridY = 65535;
+
+// Weight rows [0, n) of length k, row stride nb1, element stride nb0 (plain types).
+struct WDesc {
+  int64_t k, n, nb0, nb1;
+  bool vec;  // rows dense, 16-byte aligned and k % E == 0: one 16-byte load per chunk
+};
+
+struct XDesc {
+  int64_t nb0;
+  DType type;
+  bool vec;  // F32, dense and every row 16-byte aligned
+};
+
+// ---- weight chunks: E consecutive elements of one row, as floats -------------------------------
+
+template <DType WT>
+struct WChunk;
+
+template <int E>
+__device__ __forceinline__ void load_plain(DType t, const char* row, int64_t c, const WDesc& w, float (&v)[E]) {
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int64_t i = c * E + e;
+    v[e] = i < w.k ? load_scalar(t, row + i * w.nb0) : 0.0f;
+  }
+}
+
+template <int E>
+__device__ __forceinline__ float dot_plain(const float (&w)[E], const float (&x)[E], float acc) {
+#pragma unroll
+  for (int e = 0; e < E; ++e) acc = fmaf(w[e], x[e], acc);
+  return acc;
+}
+
+template <>
+struct WChunk<DType::F32> {
+  static constexpr int E = 4;
+  struct Chunk {
+    float v[E];
+  };
+  __device__ static void load(const char* row, int64_t c, const WDesc& w, Chunk& out) {
+    if (w.vec) {
+      const float4 u = __ldg(reinterpret_cast<const float4*>(row) + c);
+      out.v[0] = u.x, out.v[1] = u.y, out.v[2] = u.z, out.v[3] = u.w;
+    } else {
+      load_plain<E>(DType::F32, row, c, w, out.v);
+    }
+  }
+  __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) { return dot_plain<E>(w.v, x, acc); }
+};
+
+// F16 and BF16: 8 elements per 16 bytes.
+template <DType WT>
+struct WChunk16 {
+  static constexpr int E = 8;
+  struct Chunk {
+    float v[E];
+  };
+  __device__ static float bits(uint16_t h) {
+    if constexpr (WT == DType::F16) {
+      return half_bits_to_f32(h);
+    } else {
+      return bf16_bits_to_f32(h);
+    }
+  }
+  __device__ static void load(const char* row, int64_t c, const WDesc& w, Chunk& out) {
+    if (w.vec) {
+      const uint4 u = __ldg(reinterpret_cast<const uint4*>(row) + c);
+      const uint32_t words[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        out.v[2 * i] = bits(static_cast<uint16_t>(words[i] & 0xffffu));
+        out.v[2 * i + 1] = bits(static_cast<uint16_t>(words[i] >> 16));
+      }
+    } else {
+      load_plain<E>(WT, row, c, w, out.v);
+    }
+  }
+  __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) { return dot_plain<E>(w.v, x, acc); }
+};
+
+template <>
+struct WChunk<DType::F16> : WChunk16<DType::F16> {};
+template <>
+struct WChunk<DType::BF16> : WChunk16<DType::BF16> {};
+
+// Q8_0: a chunk is a quarter block (8 quants) and the block's scale; rows are always dense and
+// 2-byte aligned (34-byte blocks), so the quants are read as 16-bit words.
+template <>
+struct WChunk<DType::Q8_0> {
+  static constexpr int E = 8;
+  struct Chunk {
+    float q[E];
+    float d;
+  };
+  __device__ static void load(const char* row, int64_t c, const WDesc&, Chunk& out) {
+    const char* blk = row + (c / 4) * static_cast<int64_t>(sizeof(BlockQ8_0));
+    const uint16_t* qs = reinterpret_cast<const uint16_t*>(blk + 2 + (c % 4) * E);
+    out.d = half_bits_to_f32(__ldg(reinterpret_cast<const uint16_t*>(blk)));
+#pragma unroll
+    for (int i = 0; i < E / 2; ++i) {
+      const uint16_t u = __ldg(qs + i);
+      out.q[2 * i] = static_cast<float>(static_cast<int8_t>(u & 0xffu));
+      out.q[2 * i + 1] = static_cast<float>(static_cast<int8_t>(u >> 8));
+    }
+  }
+  // sum(q x) over the quarter block, then scaled once: d * sum(q x).
+  __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) {
+    float s = 0.0f;
+#pragma unroll
+    for (int e = 0; e < E; ++e) s = fmaf(w.q[e], x[e], s);
+    return fmaf(w.d, s, acc);
+  }
+};
+
+template <int E>
+__device__ __forceinline__ void load_x(const char* row, int64_t c, int64_t k, const XDesc& x, float (&v)[E]) {
+  if (x.vec) {
+    const float4* p = reinterpret_cast<const float4*>(row) + c * (E / 4);
+#pragma unroll
+    for (int i = 0; i < E / 4; ++i) {
+      const float4 u = __ldg(p + i);
+      v[4 * i] = u.x, v[4 * i + 1] = u.y, v[4 * i + 2] = u.z, v[4 * i + 3] = u.w;
+    }
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int64_t i = c * E + e;
+    v[e] = i < k ? load_scalar(x.type, row + i * x.nb0) : 0.0f;
+  }
+}
+
+// ---- row groups: which weight matrix, activation rows and output rows a block works on ---------
+
+// Up to M activation rows; rows past count repeat row 0 (read, never written).
+template <int M>
+struct Group {
+  const char* w;
+  const char* x[M];
+  float* out[M];
+  int count;
+  bool bad_expert;  // mul_mat_id with an id outside [0, E): the rows are filled with NaN
+};
+
+// MUL_MAT: group g = (row group, x batch i2, i3); w batch (i2 / r2, i3 / r3).
+struct MulMatRows {
+  const char* w;
+  int64_t w_nb2, w_nb3, r2, r3;
+  const char* x;
+  int64_t x_nb1, x_nb2, x_nb3;
+  float* dst;
+  int64_t n, m, b2, b3, m_groups;
+
+  __host__ __device__ int64_t count() const { return m_groups * b2 * b3; }
+
+  template <int M>
+  __device__ bool resolve(int64_t g, Group<M>& grp) const {
+    const int64_t mg = g % m_groups, b = g / m_groups;
+    const int64_t i2 = b % b2, i3 = b / b2;
+    const int64_t m0 = mg * M;
+    grp.w = w + (i2 / r2) * w_nb2 + (i3 / r3) * w_nb3;
+    grp.count = static_cast<int>(m - m0 < M ? m - m0 : M);
+    grp.bad_expert = false;
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const int64_t row = m0 + (i < grp.count ? i : 0);
+      grp.x[i] = x + row * x_nb1 + i2 * x_nb2 + i3 * x_nb3;
+      grp.out[i] = dst + ((i3 * b2 + i2) * m + row) * n;
+    }
+    return true;
+  }
+};
+
+// MUL_MAT_ID: group g = slot (u, t) (direct), or tile g of slots sharing an expert (tiles).
+struct IdRows {
+  const char* w;
+  int64_t w_nb2, n_experts;
+  const char* x;
+  int64_t x_nb1, x_nb2, x1;
+  const char* ids;
+  int64_t ids_nb0, ids_nb1, n_used, n_tokens;
+  float* dst;
+  int64_t n;
+  IdTiles tiles;
+
+  __host__ __device__ int64_t count() const { return tiles.slots ? tiles.max_tiles : n_used * n_tokens; }
+
+  __device__ void slot_rows(int64_t slot, const char*& xr, float*& out) const {
+    const int64_t u = slot % n_used, t = slot / n_used;
+    xr = x + (u % x1) * x_nb1 + t * x_nb2;
+    out = dst + slot * n;
+  }
+
+  template <int M>
+  __device__ bool resolve(int64_t g, Group<M>& grp) const {
+    int64_t expert;
+    int64_t first;
+    if (tiles.slots) {
+      if (g >= *tiles.n_tiles) return false;
+      expert = tiles.tile_expert[g];
+      first = tiles.tile_begin[g];
+      grp.count = tiles.tile_count[g];
+    } else {
+      const int64_t u = g % n_used, t = g / n_used;
+      expert = *reinterpret_cast<const int32_t*>(ids + u * ids_nb0 + t * ids_nb1);
+      first = g;
+      grp.count = 1;
+    }
+    grp.bad_expert = expert < 0 || expert >= n_experts;
+    grp.w = w + (grp.bad_expert ? 0 : expert) * w_nb2;
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const int64_t j = i < grp.count ? i : 0;
+      slot_rows(tiles.slots ? tiles.slots[first + j] : first, grp.x[i], grp.out[i]);
+    }
+    return true;
+  }
+};
+
+// ---- the kernel ----------------------------------------------------------------------------------
+
+template <DType WT, int M, int R, class Rows>
+__global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Rows rows) {
+  using C = WChunk<WT>;
+  constexpr int E = C::E;
+  __shared__ float red[kMaxThreads / kWarp][R * M];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
+  const int n_warps = static_cast<int>(blockDim.x) / kWarp;
+  const int64_t n_chunks = ceil_div<int64_t>(w.k, E);
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * R;
+
+  for (int64_t g = blockIdx.y; g < rows.count(); g += gridDim.y) {
+    Group<M> grp;
+    if (!rows.template resolve<M>(g, grp)) continue;  // uniform across the block
+    // Thread tid < R * M finishes output (weight row n0 + tid / M, activation row tid % M).
+    const int out_r = tid / M, out_i = tid % M;
+    float* out = grp.out[0];
+#pragma unroll
+    for (int i = 1; i < M; ++i)
+      if (i == out_i) out = grp.out[i];  // select, not a dynamic index (keeps grp in registers)
+    const bool writes = tid < R * M && n0 + out_r < w.n && out_i < grp.count;
+    if (grp.bad_expert) {
+      if (writes) out[n0 + out_r] = __int_as_float(0x7fc00000);
+      continue;
+    }
+    const char* wrow[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) wrow[r] = grp.w + (n0 + r < w.n ? n0 + r : w.n - 1) * w.nb1;
+
+    float acc[R][M];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int i = 0; i < M; ++i) acc[r][i] = 0.0f;
+
+    for (int64_t c = tid; c < n_chunks; c += blockDim.x) {
+      typename C::Chunk wc[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) C::load(wrow[r], c, w, wc[r]);
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        float xv[E];
+        load_x<E>(grp.x[i], c, w.k, x, xv);
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r][i] = C::dot(wc[r], xv, acc[r][i]);
+      }
+    }
+
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        const float s = warp_sum(acc[r][i]);
+        if (lane == 0) red[warp][r * M + i] = s;
+      }
+    __syncthreads();
+    if (writes) {
+      float s = red[0][tid];
+      for (int v = 1; v < n_warps; ++v) s += red[v][tid];
+      out[n0 + out_r] = s;
+    }
+    __syncthreads();
+  }
+}
+
+// Threads per block from K and the chunk size only (part of the fixed reduction order).
+int gemv_threads(int64_t k, int e) {
+  const int64_t n_chunks = ceil_div<int64_t>(k, e);
+  int threads = kWarp;
+  while (threads < kMaxThreads && threads < n_chunks) threads *= 2;
+  return threads;
+}
+
+template <DType WT, int M, class Rows>
+void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows) {
+  constexpr int R = kRowsPerBlock;
+  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(w.n, R)),
+                  static_cast<unsigned>(rows.count() < kMaxGridY ? rows.count() : kMaxGridY));
+  gemv_kernel<WT, M, R, Rows><<<grid, gemv_threads(w.k, WChunk<WT>::E), 0, ctx.stream>>>(w, x, rows);
+  GL_CUDA_CHECK(cudaGetLastError());
+}
+
+template <int M, class Rows>
+void launch_dtype(const Ctx& ctx, DType wt, const WDesc& w, const XDesc& x, const Rows& rows) {
+  switch (wt) {
+    case DType::F32:
+      return launch<DType::F32, M>(ctx, w, x, rows);
+    case DType::F16:
+      return launch<DType::F16, M>(ctx, w, x, rows);
+    case DType::BF16:
+      return launch<DType::BF16, M>(ctx, w, x, rows);
+    case DType::Q8_0:
+      return launch<DType::Q8_0, M>(ctx, w, x, rows);
+    case DType::I32:
+      break;
+  }
+  fail(__FILE__, __LINE__, "gemv", "unsupported weight dtype");
+}
+
+bool aligned16(const void* p, std::initializer_list<int64_t> strides) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(p);
+  for (int64_t s : strides) bits |= static_cast<uint64_t>(s);
+  return bits % 16 == 0;
+}
+
+WDesc weight_desc(const Tensor& w, std::initializer_list<int64_t> batch_strides) {
+  WDesc d{w.ne[0], w.ne[1], static_cast<int64_t>(w.nb[0]), static_cast<int64_t>(w.nb[1]), false};
+  const auto& tr = dtype_traits(w.type);
+  if (!tr.is_quant) {
+    const int e = w.type == DType::F32 ? 4 : 8;
+    d.vec = w.nb[0] == tr.block_bytes && w.ne[0] % e == 0 && aligned16(w.data, batch_strides) &&
+            static_cast<int64_t>(w.nb[1]) % 16 == 0;
+  }
+  return d;
+}
+
+XDesc act_desc(const Tensor& x, std::initializer_list<int64_t> row_strides) {
+  return {static_cast<int64_t>(x.nb[0]), x.type,
+          x.type == DType::F32 && x.nb[0] == sizeof(float) && aligned16(x.data, row_strides)};
+}
+
+}  // namespace
+
+void gemv_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst) {
+  const int64_t m = x.ne[1];
+  const int rows_per_group = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : kGemvMaxRows;
+  MulMatRows rows{static_cast<const char*>(w.data),
+                  static_cast<int64_t>(w.nb[2]),
+                  static_cast<int64_t>(w.nb[3]),
+                  x.ne[2] / w.ne[2],
+                  x.ne[3] / w.ne[3],
+                  static_cast<const char*>(x.data),
+                  static_cast<int64_t>(x.nb[1]),
+                  static_cast<int64_t>(x.nb[2]),
+                  static_cast<int64_t>(x.nb[3]),
+                  static_cast<float*>(dst.data),
+                  w.ne[1],
+                  m,
+                  x.ne[2],
+                  x.ne[3],
+                  ceil_div<int64_t>(m, rows_per_group)};
+  const WDesc wd = weight_desc(w, {static_cast<int64_t>(w.nb[2]), static_cast<int64_t>(w.nb[3])});
+  const XDesc xd = act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2]),
+                                static_cast<int64_t>(x.nb[3])});
+  switch (rows_per_group) {
+    case 1:
+      return launch_dtype<1>(ctx, w.type, wd, xd, rows);
+    case 2:
+      return launch_dtype<2>(ctx, w.type, wd, xd, rows);
+    case 4:
+      return launch_dtype<4>(ctx, w.type, wd, xd, rows);
+    default:
+      return launch_dtype<kGemvMaxRows>(ctx, w.type, wd, xd, rows);
+  }
+}
+
+void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,
+                     const IdTiles* tiles) {
+  IdRows rows{static_cast<const char*>(experts.data),
+              static_cast<int64_t>(experts.nb[2]),
+              experts.ne[2],
+              static_cast<const char*>(x.data),
+              static_cast<int64_t>(x.nb[1]),
+              static_cast<int64_t>(x.nb[2]),
+              x.ne[1],
+              static_cast<const char*>(ids.data),
+              static_cast<int64_t>(ids.nb[0]),
+              static_cast<int64_t>(ids.nb[1]),
+              ids.ne[0],
+              ids.ne[1],
+              static_cast<float*>(dst.data),
+              experts.ne[1],
+              tiles ? *tiles : IdTiles{}};
+  const WDesc wd = weight_desc(experts, {static_cast<int64_t>(experts.nb[2])});
+  const XDesc xd = act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2])});
+  if (tiles) return launch_dtype<kGemvMaxRows>(ctx, experts.type, wd, xd, rows);
+  launch_dtype<1>(ctx, experts.type, wd, xd, rows);
+}
+
+}  // namespace gl::cuda::mm

@@ -1,0 +1,137 @@
+// mm_utils.cuh - helpers shared by the matmul and SSM kernels (matmul*.cu, ssm.cu, gdr.cu).
+//
+//   gl::cuda::mm::TView w = gl::cuda::mm::view_of(*dst.src[0]);   // device pointer, ne, nb, dtype
+//   float f = gl::cuda::mm::load_elem(w, k, n, 0, 0);             // any dtype, any strides
+//   gl::cuda::mm::Scratch buf(ctx.stream, bytes);                 // stream-ordered, freed on scope exit
+//
+// Sources are read through their ne/nb (views, permutes, transposes) and converted to float on
+// load; F16/BF16 round trips use the CUDA intrinsics, Q8_0 is d * q with d an IEEE half, exactly
+// as ggml-lite/dtype.h defines it. The GEMV launchers are declared here because mul_mat and
+// mul_mat_id share the kernel (matmul_gemv.cu).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "../common.cuh"
+
+namespace gl::cuda::mm {
+
+inline constexpr int kWarp = 32;
+// Activation rows one GEMV pass handles; more go to cuBLAS (mul_mat) or to row tiles (mul_mat_id).
+inline constexpr int kGemvMaxRows = 8;
+
+template <class T>
+__host__ __device__ constexpr T ceil_div(T a, T b) {
+  return (a + b - 1) / b;
+}
+
+// A source tensor as the kernels see it: device pointer, shape and byte strides.
+struct TView {
+  const char* data;
+  int64_t ne[4];
+  int64_t nb[4];
+  DType type;
+};
+
+inline TView view_of(const Tensor& t) {
+  TView v{};
+  v.data = static_cast<const char*>(t.data);
+  for (int i = 0; i < 4; ++i) {
+    v.ne[i] = t.ne[i];
+    v.nb[i] = static_cast<int64_t>(t.nb[i]);
+  }
+  v.type = t.type;
+  return v;
+}
+
+__device__ __forceinline__ float half_bits_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+__device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) { return __uint_as_float(uint32_t(h) << 16); }
+
+// One scalar of a plain float type (F32, F16, BF16) at p.
+__device__ __forceinline__ float load_scalar(DType t, const char* p) {
+  switch (t) {
+    case DType::F32:
+      return *reinterpret_cast<const float*>(p);
+    case DType::F16:
+      return half_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
+    case DType::BF16:
+      return bf16_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
+    case DType::I32:
+    case DType::Q8_0:
+      break;
+  }
+  return 0.0f;
+}
+
+// Element i0 of a Q8_0 row: blocks of 34 bytes (half d, then 32 int8), value d * q.
+__device__ __forceinline__ float load_q8_0(const char* row, int64_t i0) {
+  const char* blk = row + (i0 / kQ8_0Block) * static_cast<int64_t>(sizeof(BlockQ8_0));
+  const float d = half_bits_to_f32(*reinterpret_cast<const uint16_t*>(blk));
+  return d * static_cast<float>(reinterpret_cast<const int8_t*>(blk + 2)[i0 % kQ8_0Block]);
+}
+
+// Element (i0, i1, i2, i3) of any supported weight or activation dtype, as float.
+__device__ __forceinline__ float load_elem(const TView& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  const char* row = t.data + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
+  if (t.type == DType::Q8_0) return load_q8_0(row, i0);
+  return load_scalar(t.type, row + i0 * t.nb[0]);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = kWarp / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// Device scratch from the stream-ordered allocator: allocated on the stream, freed on it when the
+// owner goes out of scope (after every kernel enqueued before). Graph-capturable; no host sync.
+class Scratch {
+ public:
+  Scratch(cudaStream_t stream, size_t bytes) : stream_(stream) {
+    if (bytes > 0) GL_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, stream_));
+  }
+  ~Scratch() {
+    if (ptr_) GL_CUDA_CHECK(cudaFreeAsync(ptr_, stream_));
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  cudaStream_t stream_;
+  void* ptr_ = nullptr;
+};
+
+// Key head sizes (Dk) up to this run in gdr.cu's recurrent kernel (state rows held in registers).
+inline constexpr int64_t kMaxGdrDk = 256;
+
+// mul_mat_id routes on the device with one counter per expert in shared memory.
+inline constexpr int64_t kMaxIdExperts = 2048;
+
+// Row tiles of a grouped mul_mat_id, built on the device by matmul_id.cu: tile i multiplies expert
+// tile_expert[i] with the activation rows slots[tile_begin[i] .. + tile_count[i]) (slot = t * U + u).
+// Tiles at or past *n_tiles are empty.
+struct IdTiles {
+  const int32_t* slots = nullptr;
+  const int32_t* tile_expert = nullptr;
+  const int32_t* tile_begin = nullptr;
+  const int32_t* tile_count = nullptr;
+  const int32_t* n_tiles = nullptr;
+  int64_t max_tiles = 0;
+};
+
+// matmul_gemv.cu. dst = w^T x for x with at most kGemvMaxRows rows per batch, any w dtype/strides.
+void gemv_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst);
+// matmul_gemv.cu. mul_mat_id as one single-row GEMV per (u, t) slot (tiles == nullptr), or one
+// GEMV of up to kGemvMaxRows rows per tile of slots routed to the same expert.
+void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,
+                     const IdTiles* tiles);
+
+}  // namespace gl::cuda::mm

@@ -1,0 +1,53 @@
+// norm.cu - RMS_NORM and L2_NORM, one row group per row.
+//
+// Why double: the CPU reference accumulates the sum of squares in double and scales each element
+// by a double 1 / sqrt(denom + eps), rounding once to float; doing the same here (FP64 is cheap on
+// sm_90 and the op is memory-bound) leaves only the summation order as a difference. The row is
+// fully reduced before any element is written and each element is written by the thread that
+// re-reads it, so dst may alias src[0].
+#include "cuda_utils.cuh"
+#include "ggml-lite/status.h"
+#include "kernels.cuh"
+
+namespace gl::cuda {
+namespace {
+
+// y = x / sqrt(ss / n + eps) (rms) or x / sqrt(ss + eps) (l2), per row.
+__global__ void norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps) {
+  __shared__ double scratch[32];
+  const int64_t ne0 = x.ne[0];
+  for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
+    const int64_t r = base + threadIdx.y;
+    const int64_t n = r < rows ? ne0 : 0;  // a row group past the end still joins the reduction
+    int64_t i1 = 0, i2 = 0, i3 = 0;
+    if (r < rows) unravel_row(y.ne, r, i1, i2, i3);
+    const char* rx = row_ptr(x, i1, i2, i3);
+    double ss = 0.0;
+    for (int64_t i0 = threadIdx.x; i0 < n; i0 += blockDim.x) {
+      const double v = load_plain(x.type, rx + i0 * x.nb[0]);
+      ss += v * v;
+    }
+    ss = group_reduce(ss, SumOp{}, scratch);
+    const double denom = rms ? ss / static_cast<double>(ne0) : ss;
+    const double inv = 1.0 / sqrt(denom + eps);
+    char* ry = row_ptr(y, i1, i2, i3);
+    for (int64_t i0 = threadIdx.x; i0 < n; i0 += blockDim.x) {
+      const double v = load_plain(x.type, rx + i0 * x.nb[0]);
+      store_plain(y.type, ry + i0 * y.nb[0], static_cast<float>(v * inv));
+    }
+  }
+}
+
+}  // namespace
+
+void norm(const Ctx& ctx, Tensor& dst) {
+  GL_ASSERT(dst.op == Op::RMS_NORM || dst.op == Op::L2_NORM, "cuda norm: not an RMS_NORM/L2_NORM node");
+  const Tensor& a = *dst.src[0];
+  GL_ASSERT(same_shape(a, dst), "cuda norm: dst must match src");
+  const RowLaunch l = row_launch(dst.ne[0], nrows(dst), 1024);
+  if (l.empty()) return;
+  norm_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(dst), l.rows, dst.op == Op::RMS_NORM,
+                                                  static_cast<double>(dst.p<NormParams>().eps));
+}
+
+}  // namespace gl::cuda

@@ -1,0 +1,136 @@
+// reduce.cu - per-row reductions and selections: ARGMAX, TOP_K, SUM_ROWS (one row group per row).
+//
+// Why this shape: greedy sampling and MoE routing need exactly the CPU's indices, so selection
+// compares (value, index) pairs with one total order - larger value first, lower index on ties,
+// NaN never winning (ARGMAX skips it, TOP_K ranks it as -inf) - which makes the result
+// independent of how the row is split among threads. TOP_K runs k rounds of a row-wide arg-max,
+// each round taking the best element ranked after the previous pick: no scratch memory and no
+// sort, O(k * n) reads per row (served from L2 after the first round), meant for the small k of
+// routers and samplers (k <= 64); larger k is correct but slow. SUM_ROWS accumulates in double,
+// as the CPU reference does.
+#include <cmath>
+#include <cstdint>
+
+#include "cuda_utils.cuh"
+#include "ggml-lite/status.h"
+#include "kernels.cuh"
+
+namespace gl::cuda {
+namespace {
+
+constexpr int32_t kNoIndex = INT32_MAX;  // ranks after every real element of equal value
+
+// Result element (i1, i2, i3) of an op that drops dim 0: [ne1, ne2, ne3] -> dims 0..2.
+__device__ __forceinline__ int32_t* index_out(const TensorArg& d, int64_t i1, int64_t i2, int64_t i3) {
+  return reinterpret_cast<int32_t*>(d.data + i1 * d.nb[0] + i2 * d.nb[1] + i3 * d.nb[2]);
+}
+
+// ---- kernels -----------------------------------------------------------------
+
+// Index of the first largest value of each row; 0 when no value exceeds -inf (all -inf or NaN).
+__global__ void argmax_kernel(TensorArg a, TensorArg d, int64_t rows) {
+  __shared__ Ranked scratch[32];
+  for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
+    const int64_t r = base + threadIdx.y;
+    const bool live = r < rows;  // a row group past the end still joins the reduction
+    int64_t i1 = 0, i2 = 0, i3 = 0;
+    if (live) unravel_row(a.ne, r, i1, i2, i3);
+    const char* ra = row_ptr(a, i1, i2, i3);
+    Ranked best{-INFINITY, kNoIndex};
+    for (int64_t i0 = threadIdx.x; i0 < (live ? a.ne[0] : 0); i0 += blockDim.x) {
+      const float v = load_plain(a.type, ra + i0 * a.nb[0]);
+      if (v > best.v) best = {v, static_cast<int32_t>(i0)};  // strict: this thread's first maximum
+    }
+    best = group_reduce(best, RankOp{}, scratch);
+    if (live && threadIdx.x == 0) *index_out(d, i1, i2, i3) = best.i == kNoIndex ? 0 : best.i;
+  }
+}
+
+// Indices of the k largest values of each row, largest first, lower index first on ties.
+__global__ void top_k_kernel(TensorArg a, TensorArg d, int64_t rows, int32_t k) {
+  __shared__ Ranked scratch[32];
+  for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
+    const int64_t r = base + threadIdx.y;
+    const bool live = r < rows;
+    int64_t i1 = 0, i2 = 0, i3 = 0;
+    if (live) unravel_row(a.ne, r, i1, i2, i3);
+    const char* ra = row_ptr(a, i1, i2, i3);
+    const int64_t n = live ? a.ne[0] : 0;
+    Ranked prev{INFINITY, -1};  // ranks before every element
+    for (int32_t j = 0; j < k; ++j) {
+      Ranked best{-INFINITY, kNoIndex};
+      for (int64_t i0 = threadIdx.x; i0 < n; i0 += blockDim.x) {
+        const float v = load_plain(a.type, ra + i0 * a.nb[0]);
+        const Ranked e{isnan(v) ? -INFINITY : v, static_cast<int32_t>(i0)};
+        if (ranks_before(prev, e) && ranks_before(e, best)) best = e;
+      }
+      best = group_reduce(best, RankOp{}, scratch);
+      if (live && threadIdx.x == 0) *reinterpret_cast<int32_t*>(row_ptr(d, i1, i2, i3) + j * d.nb[0]) = best.i;
+      prev = best;
+    }
+  }
+}
+
+// [n, ne1, ne2, ne3] -> [1, ne1, ne2, ne3], the sum accumulated in double.
+__global__ void sum_rows_kernel(TensorArg a, TensorArg d, int64_t rows) {
+  __shared__ double scratch[32];
+  for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
+    const int64_t r = base + threadIdx.y;
+    const bool live = r < rows;
+    int64_t i1 = 0, i2 = 0, i3 = 0;
+    if (live) unravel_row(a.ne, r, i1, i2, i3);
+    const char* ra = row_ptr(a, i1, i2, i3);
+    double s = 0.0;
+    for (int64_t i0 = threadIdx.x; i0 < (live ? a.ne[0] : 0); i0 += blockDim.x)
+      s += static_cast<double>(load_plain(a.type, ra + i0 * a.nb[0]));
+    s = group_reduce(s, SumOp{}, scratch);
+    if (live && threadIdx.x == 0) store_plain(d.type, row_ptr(d, i1, i2, i3), static_cast<float>(s));
+  }
+}
+
+}  // namespace
+
+// ---- entries -----------------------------------------------------------------
+
+void argmax(const Ctx& ctx, Tensor& dst) {
+  GL_ASSERT(dst.op == Op::ARGMAX && dst.type == DType::I32, "cuda argmax: not an I32 ARGMAX node");
+  const Tensor& a = *dst.src[0];
+  GL_ASSERT(dst.ne[0] == a.ne[1] && dst.ne[1] == a.ne[2] && dst.ne[2] == a.ne[3],
+            "cuda argmax: dst must be [ne1, ne2, ne3]");
+  const RowLaunch l = row_launch(a.ne[0], nrows(a), 1024);
+  if (l.empty()) return;
+  argmax_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(dst), l.rows);
+}
+
+void top_k(const Ctx& ctx, Tensor& dst) {
+  GL_ASSERT(dst.op == Op::TOP_K && dst.type == DType::I32, "cuda top_k: not an I32 TOP_K node");
+  const Tensor& a = *dst.src[0];
+  const int32_t k = dst.p<TopKParams>().k;
+  GL_ASSERT(k >= 1 && k <= a.ne[0] && dst.ne[0] == k, "cuda top_k: k must be in [1, ne0] and equal dst.ne[0]");
+  GL_ASSERT(dst.ne[1] == a.ne[1] && dst.ne[2] == a.ne[2] && dst.ne[3] == a.ne[3], "cuda top_k: batch dims differ");
+  GL_ASSERT(a.ne[0] < kNoIndex, "cuda top_k: rows must be shorter than 2^31 - 1");
+  const RowLaunch l = row_launch(a.ne[0], nrows(a), 1024);
+  if (l.empty()) return;
+  top_k_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(dst), l.rows, k);
+}
+
+void sum_rows(const Ctx& ctx, Tensor& dst) {
+  GL_ASSERT(dst.op == Op::SUM_ROWS, "cuda sum_rows: not a SUM_ROWS node");
+  const Tensor& a = *dst.src[0];
+  GL_ASSERT(dst.ne[0] == 1 && dst.ne[1] == a.ne[1] && dst.ne[2] == a.ne[2] && dst.ne[3] == a.ne[3],
+            "cuda sum_rows: dst must be [1, ne1, ne2, ne3]");
+  const RowLaunch l = row_launch(a.ne[0], nrows(a), 1024);
+  if (l.empty()) return;
+  sum_rows_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(dst), l.rows);
+}
+
+// Float sources in any layout; indices out as I32, sums in a plain dtype (F32 from the builder).
+bool supports_reduce(const Tensor& node) {
+  const Tensor* a = node.src[0];
+  const bool float_src = a && is_float_type(a->type);
+  if (node.op == Op::ARGMAX || node.op == Op::TOP_K) return float_src && node.type == DType::I32;
+  if (node.op == Op::SUM_ROWS) return float_src && is_plain_type(node.type);
+  return false;
+}
+
+}  // namespace gl::cuda

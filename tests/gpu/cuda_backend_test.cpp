@@ -1,0 +1,230 @@
+// cuda_backend_test.cpp - the CUDA backend's own contract (transfers, the caching pool, out of
+// memory) and the executor's device paths on a real GPU: ops the GPU declines run on the CPU
+// with staged copies both ways, and a CPU write into a GPU cache is copied back. Every test
+// skips where no CUDA device is visible, so the binary also runs on the build machines.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ggml-lite/context.h"
+#include "ggml-lite/cpu.h"
+#include "ggml-lite/cuda.h"
+#include "ggml-lite/executor.h"
+
+namespace gl {
+namespace {
+
+#define GL_REQUIRE_GPU() \
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible"
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// A tensor over a whole buffer, for transfers.
+Tensor over(Buffer& b, size_t bytes) {
+  Tensor t;
+  t.ne = {static_cast<int64_t>(bytes / 4), 1, 1, 1};
+  set_contiguous_strides(t);
+  b.bind(t, 0);
+  return t;
+}
+
+TEST(CudaBackend, SetAndGetWithOffsets) {
+  GL_REQUIRE_GPU();
+  auto be = cuda::make_backend();
+  EXPECT_EQ(be->name(), "cuda");
+  EXPECT_FALSE(be->is_host());
+  auto buf = be->alloc_buffer(4096, BufferUsage::COMPUTE);
+  ASSERT_NE(buf, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(buf->base()) % be->alignment(), 0u);
+  Tensor t = over(*buf, 4096);
+  std::vector<unsigned char> in(4096), out(4096, 0);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<unsigned char>(i * 7 + 3);
+  be->set_tensor(t, in.data(), 0, 4096);
+  be->set_tensor(t, in.data(), 1000, 24);  // bytes [1000, 1024) now repeat the first 24
+  be->get_tensor(t, out.data(), 0, 4096);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const unsigned char want = (i >= 1000 && i < 1024) ? in[i - 1000] : in[i];
+    ASSERT_EQ(out[i], want) << "byte " << i;
+  }
+  std::vector<unsigned char> part(100);
+  be->get_tensor(t, part.data(), 2000, 100);
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), in.begin() + 2000));
+}
+
+TEST(CudaBackend, FreedBlocksAreReusedBySizeClass) {
+  GL_REQUIRE_GPU();
+  auto be = cuda::make_backend();
+  auto a = be->alloc_buffer(100000, BufferUsage::COMPUTE);
+  ASSERT_NE(a, nullptr);
+  void* p = a->base();
+  a.reset();
+  auto b = be->alloc_buffer(100001, BufferUsage::COMPUTE);  // same size class
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->base(), p);
+  EXPECT_EQ(b->size(), 100001u);
+  auto c = be->alloc_buffer(100000, BufferUsage::COMPUTE);  // the cached block is taken
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->base(), p);
+}
+
+TEST(CudaBackend, OutOfMemoryIsANullBufferAndLeavesNoError) {
+  GL_REQUIRE_GPU();
+  auto be = cuda::make_backend();
+  EXPECT_EQ(be->alloc_buffer(size_t{1} << 50, BufferUsage::COMPUTE), nullptr);  // a petabyte
+
+  // The failed cudaMalloc must not be reported later as a launch error of some node.
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {64, 4}, "x");
+  x->flags |= TENSOR_INPUT;
+  Tensor* y = scale(ctx, x, 2.0f);
+  Graph g = Graph::build({y});
+  Executor ex({be.get()});
+  ASSERT_TRUE(ex.allocate(g).ok());
+  const std::vector<float> xs = random_floats(256, 1);
+  ex.set_input(*x, xs.data());
+  Status s = ex.compute(g);
+  ASSERT_TRUE(s.ok()) << s.error();
+  std::vector<float> out(256);
+  ex.get_output(*y, out.data());
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], 2.0f * xs[i]) << i;
+}
+
+// Forwards to another backend but declines some ops; its buffers are its own, so the scheduler
+// and executor see tensors in them as this backend's.
+class Restricted final : public Backend {
+ public:
+  Restricted(std::unique_ptr<Backend> inner, std::set<Op> unsupported)
+      : inner_(std::move(inner)),
+        unsupported_(std::move(unsupported)),
+        name_("restricted-" + std::string(inner_->name())) {}
+  std::string_view name() const override { return name_; }
+  bool is_host() const override { return inner_->is_host(); }
+  size_t alignment() const override { return inner_->alignment(); }
+  std::unique_ptr<Buffer> alloc_buffer(size_t bytes, BufferUsage usage) override {
+    std::unique_ptr<Buffer> b = inner_->alloc_buffer(bytes, usage);
+    return b ? std::make_unique<Owned>(*this, std::move(b)) : nullptr;
+  }
+  bool supports(const Tensor& node) const override {
+    return unsupported_.count(node.op) == 0 && inner_->supports(node);
+  }
+  // The inner backend checks that tensors live in its own buffers: show it the bare memory.
+  void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
+    Tensor bare = t;
+    bare.buffer = nullptr;
+    inner_->set_tensor(bare, src, off, n);
+  }
+  void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) override {
+    Tensor bare = t;
+    bare.buffer = nullptr;
+    inner_->get_tensor(bare, dst, off, n);
+  }
+  Status compute(std::span<Tensor* const> nodes) override { return inner_->compute(nodes); }
+  void synchronize() override { inner_->synchronize(); }
+
+ private:
+  class Owned final : public Buffer {
+   public:
+    Owned(Backend& owner, std::unique_ptr<Buffer> inner) : owner_(owner), inner_(std::move(inner)) {
+      usage = inner_->usage;
+    }
+    void* base() override { return inner_->base(); }
+    size_t size() const override { return inner_->size(); }
+    Backend& backend() override { return owner_; }
+
+   private:
+    Backend& owner_;
+    std::unique_ptr<Buffer> inner_;
+  };
+
+  std::unique_ptr<Backend> inner_;
+  std::set<Op> unsupported_;
+  std::string name_;
+};
+
+constexpr int64_t kCols = 96, kRows = 6, kCacheRows = 10;
+const std::vector<int32_t> kIds = {7, 2, 9, 0, 4, 5};
+
+struct Outputs {
+  std::vector<float> y, summed, scaled, cache;
+};
+
+// norm -> weight -> silu -> gate -> residual, then SET_ROWS into a cache, a read of the written
+// cache in the same split (sum_rows) and one on the GPU (scale). Weights and cache live on owner.
+Outputs run_block(Executor& ex, Backend& owner) {
+  Context c;
+  Tensor* x = c.new_tensor(DType::F32, {kCols, kRows}, "x");
+  Tensor* ids = c.new_tensor(DType::I32, {kRows}, "ids");
+  x->flags |= TENSOR_INPUT;
+  ids->flags |= TENSOR_INPUT;
+  Tensor* w = c.new_tensor(DType::F32, {kCols}, "w");
+  Tensor* cache = c.new_tensor(DType::F32, {kCols, kCacheRows}, "cache");
+  w->flags |= TENSOR_WEIGHT;
+  cache->flags |= TENSOR_WEIGHT;
+  auto weights = owner.alloc_buffer(nbytes(*w) + nbytes(*cache), BufferUsage::WEIGHTS);
+  weights->bind(*w, 0);
+  weights->bind(*cache, nbytes(*w));
+  owner.set_tensor(*w, random_floats(kCols, 1).data(), 0, nbytes(*w));
+  owner.set_tensor(*cache, random_floats(kCols * kCacheRows, 2).data(), 0, nbytes(*cache));
+
+  Tensor* h = mul(c, rms_norm(c, x, 1e-6f), w);
+  Tensor* y = add(c, mul(c, silu(c, h), h), x);
+  Tensor* written = set_rows(c, cache, y, ids);
+  Tensor* summed = sum_rows(c, written);
+  Tensor* scaled = scale(c, written, 0.5f);
+  Graph g = Graph::build({y, summed, scaled});
+
+  Outputs o{std::vector<float>(kCols * kRows), std::vector<float>(kCacheRows), std::vector<float>(kCols * kCacheRows),
+            std::vector<float>(kCols * kCacheRows)};
+  Status s = ex.allocate(g);
+  EXPECT_TRUE(s.ok()) << s.error();
+  ex.set_input(*x, random_floats(kCols * kRows, 3).data());
+  ex.set_input(*ids, kIds.data());
+  s = ex.compute(g);
+  EXPECT_TRUE(s.ok()) << s.error();
+  ex.get_output(*y, o.y.data());
+  ex.get_output(*summed, o.summed.data());
+  ex.get_output(*scaled, o.scaled.data());
+  owner.get_tensor(*cache, o.cache.data(), 0, nbytes(*cache));
+  return o;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    // GPU reductions sum in another order than the CPU's: allow float rounding.
+    EXPECT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::fabs(want[i]))) << what << "[" << i << "]";
+  }
+}
+
+TEST(CudaExecutor, CpuFallbackWithStagedCopiesMatchesCpu) {
+  GL_REQUIRE_GPU();
+  std::unique_ptr<Backend> ref_cpu = cpu::make_backend({.n_threads = 2});
+  Executor ref({ref_cpu.get()});
+  const Outputs want = run_block(ref, *ref_cpu);
+
+  Restricted gpu(cuda::make_backend(), {Op::SILU, Op::SET_ROWS, Op::SUM_ROWS});
+  std::unique_ptr<Backend> cpu = cpu::make_backend({.n_threads = 2});
+  Executor ex({&gpu, cpu.get()});
+  for (int round = 0; round < 2; ++round) {  // the second round replays cached plans
+    const Outputs got = run_block(ex, gpu);
+    // h to the CPU for silu and back, y and the cache range for set_rows, the cache written back.
+    EXPECT_GE(ex.n_copies(), 5);
+    expect_close(got.y, want.y, "y");
+    expect_close(got.summed, want.summed, "summed");
+    expect_close(got.scaled, want.scaled, "scaled");
+    expect_close(got.cache, want.cache, "cache");
+  }
+}
+
+}  // namespace
+}  // namespace gl
