@@ -12,8 +12,8 @@ endforeach()
 
 install(EXPORT ggml-lite-targets NAMESPACE ggml-lite::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ggml-lite)
-# The CUDA backend has its own export file, since it needs find_package(CUDAToolkit) first:
-#   find_package(ggml-lite) ; find_package(CUDAToolkit) ; include(${ggml-lite_DIR}/ggml-lite-cuda-targets.cmake)
+# The CUDA backend has its own export file; the package config loads it (after
+# find_dependency(CUDAToolkit)) when it is installed.
 if(GL_CUDA)
   install(TARGETS ggml-lite-cuda EXPORT ggml-lite-cuda-targets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
