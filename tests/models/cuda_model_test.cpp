@@ -1,0 +1,67 @@
+// cuda_model_test.cpp - the Qwen3.5 trunk and MTP session on the CUDA backend (GPU machine only):
+// logits against transformers, greedy continuation, and MTP greedy parity. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "fixture.h"
+#include "ggml-lite/models/session.h"
+
+#ifdef GL_HAVE_CUDA
+#include "ggml-lite/cuda.h"
+
+namespace gl::test {
+namespace {
+
+class CudaModelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    fx_ = &model_fixture(GetParam());
+    gpu_ = cuda::make_backend();
+    auto m = qwen35::Model::load(fx_->gguf, *gpu_);
+    ASSERT_TRUE(m.ok()) << m.error();
+    model_ = std::move(*m);
+  }
+  std::vector<int32_t> generate(int k, int n) {
+    auto s = qwen35::Session::create(*model_, *gpu_, {.n_ctx = 512, .n_batch = 8, .mtp_k = k, .kv_bucket = 64});
+    EXPECT_TRUE(s.ok());
+    EXPECT_TRUE((*s)->prefill(fx_->prompt).ok());
+    std::vector<int32_t> out;
+    for (int i = 0; i < n; ++i) {
+      auto t = (*s)->next();
+      EXPECT_TRUE(t.ok()) << t.error();
+      if (!t.ok()) break;
+      out.push_back(*t);
+    }
+    return out;
+  }
+  const ModelFixture* fx_ = nullptr;
+  std::unique_ptr<Backend> gpu_;
+  std::unique_ptr<qwen35::Model> model_;
+};
+
+TEST_P(CudaModelTest, LogitsMatchTransformers) {
+  qwen35::Runner r(*model_, *gpu_, 256, 64);
+  std::vector<int32_t> rows(fx_->prompt.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  auto logits = r.eval(fx_->prompt, rows);
+  ASSERT_TRUE(logits.ok()) << logits.error();
+  const double err = rel_error(*logits, fx_->tensor("logits"));
+  std::printf("[ metric   ] cuda %s: all-position logits, max relative error %.3g\n", GetParam().c_str(), err);
+  EXPECT_LT(err, 1e-3);
+}
+
+TEST_P(CudaModelTest, GreedyAndMtpParity) {
+  const std::vector<int32_t> plain = generate(0, 64);
+  EXPECT_TRUE(std::equal(fx_->greedy.begin(), fx_->greedy.end(), plain.begin())) << "cuda greedy vs transformers";
+  for (int k = 1; k <= 3; ++k) EXPECT_EQ(generate(k, 64), plain) << "K = " << k;
+}
+
+GL_INSTANTIATE_FOR_FIXTURES(CudaModelTest);
+
+}  // namespace
+}  // namespace gl::test
+#endif  // GL_HAVE_CUDA
