@@ -13,21 +13,17 @@
 #include "ggml-lite/context.h"
 #include "ggml-lite/cpu.h"
 #include "ggml-lite/cuda.h"
+#include "common/restricted_backend.h"
 #include "ggml-lite/executor.h"
 
 namespace gl {
 namespace {
 
+using test::random_floats;
+
 #define GL_REQUIRE_GPU() \
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible"
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // A tensor over a whole buffer, for transfers.
 Tensor over(Buffer& b, size_t bytes) {
@@ -99,57 +95,7 @@ TEST(CudaBackend, OutOfMemoryIsANullBufferAndLeavesNoError) {
   for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], 2.0f * xs[i]) << i;
 }
 
-// Forwards to another backend but declines some ops; its buffers are its own, so the scheduler
-// and executor see tensors in them as this backend's.
-class Restricted final : public Backend {
- public:
-  Restricted(std::unique_ptr<Backend> inner, std::set<Op> unsupported)
-      : inner_(std::move(inner)),
-        unsupported_(std::move(unsupported)),
-        name_("restricted-" + std::string(inner_->name())) {}
-  std::string_view name() const override { return name_; }
-  bool is_host() const override { return inner_->is_host(); }
-  size_t alignment() const override { return inner_->alignment(); }
-  std::unique_ptr<Buffer> alloc_buffer(size_t bytes, BufferUsage usage) override {
-    std::unique_ptr<Buffer> b = inner_->alloc_buffer(bytes, usage);
-    return b ? std::make_unique<Owned>(*this, std::move(b)) : nullptr;
-  }
-  bool supports(const Tensor& node) const override {
-    return unsupported_.count(node.op) == 0 && inner_->supports(node);
-  }
-  // The inner backend checks that tensors live in its own buffers: show it the bare memory.
-  void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
-    Tensor bare = t;
-    bare.buffer = nullptr;
-    inner_->set_tensor(bare, src, off, n);
-  }
-  void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) override {
-    Tensor bare = t;
-    bare.buffer = nullptr;
-    inner_->get_tensor(bare, dst, off, n);
-  }
-  Status compute(std::span<Tensor* const> nodes) override { return inner_->compute(nodes); }
-  void synchronize() override { inner_->synchronize(); }
-
- private:
-  class Owned final : public Buffer {
-   public:
-    Owned(Backend& owner, std::unique_ptr<Buffer> inner) : owner_(owner), inner_(std::move(inner)) {
-      usage = inner_->usage;
-    }
-    void* base() override { return inner_->base(); }
-    size_t size() const override { return inner_->size(); }
-    Backend& backend() override { return owner_; }
-
-   private:
-    Backend& owner_;
-    std::unique_ptr<Buffer> inner_;
-  };
-
-  std::unique_ptr<Backend> inner_;
-  std::set<Op> unsupported_;
-  std::string name_;
-};
+using Restricted = test::RestrictedBackend;
 
 constexpr int64_t kCols = 96, kRows = 6, kCacheRows = 10;
 const std::vector<int32_t> kIds = {7, 2, 9, 0, 4, 5};

@@ -1,9 +1,9 @@
 // executor_multi_test.cpp - two real CPU backends, one restricted: the fallback, staging copies
 // and write-back paths give exactly the single-backend results.
 //
-// RestrictedBackend forwards to a CPU backend but declares some ops unsupported, owns its
-// buffers (so tensors in them belong to it, not to the CPU backend), and can pretend to be a
-// device backend (is_host() false), which makes the executor copy everything it shares.
+// RestrictedBackend (tests/common) forwards to a CPU backend but declares some ops unsupported,
+// owns its buffers, and can pretend to be a device backend (is_host() false, alignment 256 as a
+// GPU would), which makes the executor copy everything it shares.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -12,67 +12,15 @@
 
 #include "ggml-lite/context.h"
 #include "ggml-lite/cpu.h"
+#include "common/restricted_backend.h"
 #include "ggml-lite/executor.h"
 
 namespace gl {
 namespace {
 
-class RestrictedBuffer final : public Buffer {
- public:
-  RestrictedBuffer(Backend& owner, std::unique_ptr<Buffer> inner) : owner_(owner), inner_(std::move(inner)) {
-    usage = inner_->usage;
-  }
-  void* base() override { return inner_->base(); }
-  size_t size() const override { return inner_->size(); }
-  Backend& backend() override { return owner_; }
+using test::RestrictedBackend;
+using test::random_floats;
 
- private:
-  Backend& owner_;
-  std::unique_ptr<Buffer> inner_;
-};
-
-class RestrictedBackend final : public Backend {
- public:
-  RestrictedBackend(std::set<Op> unsupported, bool host)
-      : inner_(cpu::make_backend({.n_threads = 2})), unsupported_(std::move(unsupported)), host_(host) {}
-  std::string_view name() const override { return host_ ? "restricted" : "pretend-device"; }
-  bool is_host() const override { return host_; }
-  size_t alignment() const override { return 256; }  // unlike the CPU's 64, as a GPU would
-  std::unique_ptr<Buffer> alloc_buffer(size_t bytes, BufferUsage usage) override {
-    return std::make_unique<RestrictedBuffer>(*this, inner_->alloc_buffer(bytes, usage));
-  }
-  bool supports(const Tensor& node) const override { return unsupported_.count(node.op) == 0; }
-  void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
-    ++n_transfers;
-    inner_->set_tensor(t, src, off, n);
-  }
-  void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) override {
-    ++n_transfers;
-    inner_->get_tensor(t, dst, off, n);
-  }
-  Status compute(std::span<Tensor* const> nodes) override {
-    for (const Tensor* n : nodes) {
-      if (!is_view_op(n->op) && !supports(*n)) return Error("restricted: asked to compute " + n->name);
-    }
-    return inner_->compute(nodes);
-  }
-  void synchronize() override {}
-
-  int n_transfers = 0;
-
- private:
-  std::unique_ptr<Backend> inner_;
-  std::set<Op> unsupported_;
-  bool host_;
-};
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // A norm -> weight -> silu -> gate -> residual block, plus a SET_ROWS into a cache and reads
 // of the written cache: on the same split as the write (sum_rows) and on the next (scale).
@@ -146,7 +94,7 @@ class ExecutorMulti : public testing::TestWithParam<bool> {};
 // in the restricted backend's buffer.
 TEST_P(ExecutorMulti, FallbackMatchesSingleBackend) {
   const bool host = GetParam();
-  RestrictedBackend a({Op::SILU, Op::SET_ROWS, Op::SUM_ROWS}, host);
+  RestrictedBackend a(cpu::make_backend({.n_threads = 2}), {Op::SILU, Op::SET_ROWS, Op::SUM_ROWS}, host, 256);
   std::unique_ptr<Backend> b = cpu::make_backend({.n_threads = 2});
   Executor ex({&a, b.get()});
   Model m;
@@ -178,7 +126,7 @@ TEST_P(ExecutorMulti, FallbackMatchesSingleBackend) {
 }
 
 TEST_P(ExecutorMulti, RepeatedComputeOnAReallocatedGraph) {
-  RestrictedBackend a({Op::SILU, Op::SET_ROWS, Op::SUM_ROWS}, GetParam());
+  RestrictedBackend a(cpu::make_backend({.n_threads = 2}), {Op::SILU, Op::SET_ROWS, Op::SUM_ROWS}, GetParam(), 256);
   std::unique_ptr<Backend> b = cpu::make_backend({.n_threads = 2});
   Executor ex({&a, b.get()});
   const Outputs want = single_backend_reference();

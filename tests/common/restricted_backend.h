@@ -1,0 +1,94 @@
+// restricted_backend.h - a test backend that forwards to another but declines some ops.
+//
+//   test::RestrictedBackend a(cpu::make_backend(), {Op::SILU}, /*host=*/false);  // pretends to be a device
+//   Executor ex({&a, cpu.get()});   // SILU falls back to the CPU with staged copies
+//
+// Its buffers are its own (tensors in them belong to it, not to the inner backend), it can claim
+// to be a device backend (is_host() false) and a different alignment, and it counts transfers.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ggml-lite/backend.h"
+
+namespace gl::test {
+
+class RestrictedBackend final : public Backend {
+ public:
+  RestrictedBackend(std::unique_ptr<Backend> inner, std::set<Op> unsupported, std::optional<bool> host = {},
+                    size_t alignment = 0)
+      : inner_(std::move(inner)),
+        unsupported_(std::move(unsupported)),
+        host_(host.value_or(inner_->is_host())),
+        alignment_(alignment ? alignment : inner_->alignment()),
+        name_("restricted-" + std::string(inner_->name())) {}
+  std::string_view name() const override { return name_; }
+  bool is_host() const override { return host_; }
+  size_t alignment() const override { return alignment_; }
+  std::unique_ptr<Buffer> alloc_buffer(size_t bytes, BufferUsage usage) override {
+    std::unique_ptr<Buffer> b = inner_->alloc_buffer(bytes, usage);
+    return b ? std::make_unique<Owned>(*this, std::move(b)) : nullptr;
+  }
+  bool supports(const Tensor& node) const override {
+    return unsupported_.count(node.op) == 0 && inner_->supports(node);
+  }
+  // The inner backend may check that tensors live in its own buffers: show it the bare memory.
+  void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
+    ++n_transfers;
+    Tensor bare = t;
+    bare.buffer = nullptr;
+    inner_->set_tensor(bare, src, off, n);
+  }
+  void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) override {
+    ++n_transfers;
+    Tensor bare = t;
+    bare.buffer = nullptr;
+    inner_->get_tensor(bare, dst, off, n);
+  }
+  Status compute(std::span<Tensor* const> nodes) override {
+    for (const Tensor* n : nodes) {
+      if (!is_view_op(n->op) && !supports(*n)) return Error(name_ + ": asked to compute " + n->name);
+    }
+    return inner_->compute(nodes);
+  }
+  void synchronize() override { inner_->synchronize(); }
+
+  int n_transfers = 0;
+
+ private:
+  class Owned final : public Buffer {
+   public:
+    Owned(Backend& owner, std::unique_ptr<Buffer> inner) : owner_(owner), inner_(std::move(inner)) {
+      usage = inner_->usage;
+    }
+    void* base() override { return inner_->base(); }
+    size_t size() const override { return inner_->size(); }
+    Backend& backend() override { return owner_; }
+
+   private:
+    Backend& owner_;
+    std::unique_ptr<Buffer> inner_;
+  };
+
+  std::unique_ptr<Backend> inner_;
+  std::set<Op> unsupported_;
+  bool host_;
+  size_t alignment_;
+  std::string name_;
+};
+
+// n floats uniform in [-2, 2), seeded.
+inline std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+}  // namespace gl::test
