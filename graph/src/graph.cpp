@@ -1,6 +1,8 @@
 // graph.cpp - graph build (iterative DFS), verification and fingerprinting.
 #include "ggml-lite/graph.h"
 
+#include "ggml-lite/hash.h"
+
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -149,61 +151,13 @@ Status Graph::verify() const {
 
 namespace {
 
-// FNV-1a, 64 bit: small, deterministic and good enough to key plan caches.
-class Hasher {
- public:
-  void bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) {
-      h_ ^= b[i];
-      h_ *= 0x100000001b3ull;
-    }
-  }
-  template <class T>
-  void value(const T& v) {
-    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>, "hash fields one by one (padding)");
-    bytes(&v, sizeof v);
-  }
-  uint64_t get() const { return h_; }
-
- private:
-  uint64_t h_ = 0xcbf29ce484222325ull;
-};
-
-// Field by field, so padding bytes never reach the hash. A new params struct
-// without an overload here is a compile error.
-void hash_params(Hasher&, const NoParams&) {}
-void hash_params(Hasher& h, const ScaleParams& p) {
-  h.value(p.scale);
-  h.value(p.bias);
-}
-void hash_params(Hasher& h, const NormParams& p) { h.value(p.eps); }
-void hash_params(Hasher& h, const SoftmaxParams& p) {
-  h.value(p.scale);
-  h.value(p.causal);
-}
-void hash_params(Hasher& h, const RopeParams& p) {
-  h.value(p.n_dims);
-  h.value(p.freq_base);
-  h.value(p.freq_scale);
-  h.value(p.mode);
-}
-void hash_params(Hasher& h, const ConcatParams& p) { h.value(p.dim); }
-void hash_params(Hasher& h, const ViewParams& p) { h.value(p.offset); }
-void hash_params(Hasher& h, const PermuteParams& p) {
-  for (int32_t a : p.axes) h.value(a);
-}
-void hash_params(Hasher& h, const TopKParams& p) { h.value(p.k); }
-void hash_params(Hasher& h, const GdrParams& p) { h.value(p.n_states); }
-
 void hash_tensor(Hasher& h, const Tensor& t, const std::unordered_map<const Tensor*, int>& pos) {
   auto index_of = [&](const Tensor* s) {
     auto it = pos.find(s);
     return it == pos.end() ? int32_t{-1} : static_cast<int32_t>(it->second);
   };
   h.value(t.op);
-  h.value(static_cast<uint64_t>(t.params.index()));
-  std::visit([&](const auto& p) { hash_params(h, p); }, t.params);
+  hash_params(h, t.params);
   h.value(t.type);
   for (int64_t n : t.ne) h.value(n);
   for (size_t b : t.nb) h.value(b);
@@ -219,6 +173,7 @@ void hash_tensor(Hasher& h, const Tensor& t, const std::unordered_map<const Tens
 }  // namespace
 
 uint64_t Graph::fingerprint() const {
+  if (has_fingerprint_) return fingerprint_;
   std::unordered_map<const Tensor*, int> pos = positions(*this);
   Hasher h;
   h.value(static_cast<uint64_t>(leafs_.size()));
@@ -226,7 +181,9 @@ uint64_t Graph::fingerprint() const {
   for (const Tensor* t : leafs_) hash_tensor(h, *t, pos);
   for (const Tensor* t : nodes_) hash_tensor(h, *t, pos);
   for (const Tensor* t : outputs_) h.value(pos.at(t));
-  return h.get();
+  fingerprint_ = h.get();
+  has_fingerprint_ = true;
+  return fingerprint_;
 }
 
 }  // namespace gl

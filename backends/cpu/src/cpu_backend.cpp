@@ -84,6 +84,9 @@ class CpuBackend final : public Backend {
   void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) override {
     std::memcpy(dst, static_cast<const char*>(t.data) + off, n);
   }
+  void copy_tensor(const Tensor& src, size_t src_off, Tensor& dst, size_t dst_off, size_t n) override {
+    std::memmove(static_cast<char*>(dst.data) + dst_off, static_cast<const char*>(src.data) + src_off, n);
+  }
   Status compute(std::span<Tensor* const> nodes) override {
     omp_set_num_threads(n_threads_);
     for (Tensor* node : nodes) {

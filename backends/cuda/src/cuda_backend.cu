@@ -1,11 +1,15 @@
 // cuda_backend.cu - the CUDA backend: device buffers from a caching pool, transfers on the
 // backend's stream, and the op dispatch (one switch over Op, every launch checked per node).
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 
 #include "buffer.cuh"
 #include "common.cuh"
 #include "device.cuh"
+#include "graph_cache.cuh"
+#include "staging.cuh"
 #include "ggml-lite/cuda.h"
 #include "ops/kernels.cuh"
 
@@ -14,6 +18,17 @@ namespace {
 
 // cudaMalloc returns 256-byte aligned blocks; the planner keeps tensors on that grid too.
 constexpr size_t kAlignment = 256;
+// Pinned ring for step inputs and small read-backs (a step's inputs are a few KB; logits of a
+// verify step are K+1 rows of the vocabulary).
+constexpr size_t kStagingBytes = size_t{64} << 20;
+// cuBLAS gets a fixed workspace so that nothing it does inside a captured graph allocates.
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
+// GL_CUDA_GRAPHS=0 turns capture off (for A/B timing and for debugging a kernel eagerly).
+bool graphs_enabled(bool requested) {
+  const char* env = std::getenv("GL_CUDA_GRAPHS");
+  return requested && !(env && std::strcmp(env, "0") == 0);
+}
 
 // The one dispatch switch: no default, so a new op fails to compile here.
 void launch(const Ctx& ctx, Tensor& node) {
@@ -94,18 +109,22 @@ std::string describe(const Tensor& node) { return "node '" + node.name + "' (" +
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : pool_(std::make_shared<Pool>(device)) {
-    DeviceScope on(device);
-    ctx_.device = device;
+  explicit CudaBackend(const Options& opt)
+      : pool_(std::make_shared<Pool>(opt.device)), graphs_(graphs_enabled(opt.graphs)), staging_(kStagingBytes) {
+    DeviceScope on(opt.device);
+    ctx_.device = opt.device;
     GL_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking));
     GL_CUBLAS_CHECK(cublasCreate(&ctx_.cublas));
     GL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream));
+    GL_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
+    GL_CUBLAS_CHECK(cublasSetWorkspace(ctx_.cublas, cublas_workspace_, kCublasWorkspaceBytes));
   }
 
   ~CudaBackend() override {
     DeviceScope on(ctx_.device);
     GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
     GL_CUBLAS_CHECK(cublasDestroy(ctx_.cublas));
+    GL_CUDA_CHECK(cudaFree(cublas_workspace_));
     GL_CUDA_CHECK(cudaStreamDestroy(ctx_.stream));
   }
 
@@ -124,13 +143,20 @@ class CudaBackend final : public Backend {
 
   bool supports(const Tensor& node) const override { return supports_node(node); }
 
-  // The caller may reuse src (often pageable memory) once this returns, so the copy is waited for.
+  // The caller may reuse src once this returns: small copies go through a pinned slot and are
+  // only queued; large ones (weights) are waited for.
   void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
     check_owned(t);
     if (n == 0) return;
     DeviceScope on(ctx_.device);
-    GL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(t.data) + off, src, n, cudaMemcpyHostToDevice, ctx_.stream));
-    GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+    char* dst = static_cast<char*>(t.data) + off;
+    if (void* slot = staging_.take(n, ctx_.stream)) {
+      std::memcpy(slot, src, n);
+      GL_CUDA_CHECK(cudaMemcpyAsync(dst, slot, n, cudaMemcpyHostToDevice, ctx_.stream));
+      return;
+    }
+    GL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, ctx_.stream));
+    sync();
   }
 
   // Ordered after every kernel queued so far, so it reads their results.
@@ -138,16 +164,43 @@ class CudaBackend final : public Backend {
     check_owned(t);
     if (n == 0) return;
     DeviceScope on(ctx_.device);
-    GL_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const char*>(t.data) + off, n, cudaMemcpyDeviceToHost, ctx_.stream));
-    GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+    const char* src = static_cast<const char*>(t.data) + off;
+    void* slot = staging_.take(n, ctx_.stream);
+    GL_CUDA_CHECK(cudaMemcpyAsync(slot ? slot : dst, src, n, cudaMemcpyDeviceToHost, ctx_.stream));
+    sync();
+    if (slot) std::memcpy(dst, slot, n);
   }
 
-  // Launches the split's kernels without waiting for them; a launch error names its node.
+  void copy_tensor(const Tensor& src, size_t src_off, Tensor& dst, size_t dst_off, size_t n) override {
+    check_owned(src);
+    check_owned(dst);
+    if (n == 0) return;
+    DeviceScope on(ctx_.device);
+    GL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst.data) + dst_off, static_cast<const char*>(src.data) + src_off,
+                                  n, cudaMemcpyDeviceToDevice, ctx_.stream));
+  }
+
+  // Queues the split's kernels (replayed as a CUDA graph when the same launches repeat, see
+  // graph_cache.cuh) without waiting for them; a launch error names its node.
   Status compute(std::span<Tensor* const> nodes) override {
     DeviceScope on(ctx_.device);
+    for (Tensor* node : nodes)
+      if (node->op != Op::NONE && !is_view_op(node->op) && !node->data)
+        return Error("cuda: " + describe(*node) + " has no memory");
+    return graphs_.run(nodes, ctx_.stream, [&] { return launch_all(nodes); });
+  }
+
+  void synchronize() override {
+    DeviceScope on(ctx_.device);
+    sync();
+  }
+
+  const GraphCache& graphs() const { return graphs_; }
+
+ private:
+  Status launch_all(std::span<Tensor* const> nodes) {
     for (Tensor* node : nodes) {
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
-      if (!node->data) return Error("cuda: " + describe(*node) + " has no memory");
       launch(ctx_, *node);
       // Not GL_CUDA_CHECK: a failed launch is reported as this node's error, not an abort.
       if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
@@ -157,12 +210,12 @@ class CudaBackend final : public Backend {
     return {};
   }
 
-  void synchronize() override {
-    DeviceScope on(ctx_.device);
+  // The stream is idle afterwards, so every staging slot is free again.
+  void sync() {
     GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+    staging_.reset();
   }
 
- private:
   void check_owned(const Tensor& t) const {
     GL_ASSERT(t.data != nullptr, "cuda: tensor has no memory");
     GL_ASSERT(t.buffer == nullptr || &t.buffer->backend() == this, "cuda: tensor lives in another backend's buffer");
@@ -170,6 +223,9 @@ class CudaBackend final : public Backend {
 
   Ctx ctx_;
   std::shared_ptr<Pool> pool_;  // shared with the buffers, which may outlive the backend
+  GraphCache graphs_;
+  Staging staging_;
+  void* cublas_workspace_ = nullptr;
 };
 
 }  // namespace
@@ -186,7 +242,20 @@ int device_count() {
 
 std::unique_ptr<Backend> make_backend(const Options& opt) {
   GL_ASSERT(opt.device >= 0 && opt.device < device_count(), "cuda::make_backend: no such device (see device_count())");
-  return std::make_unique<CudaBackend>(opt.device);
+  return std::make_unique<CudaBackend>(opt);
+}
+
+MemoryInfo memory_info(int device) {
+  DeviceScope on(device);
+  MemoryInfo m;
+  GL_CUDA_CHECK(cudaMemGetInfo(&m.free, &m.total));
+  return m;
+}
+
+GraphStats graph_stats(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  if (!cuda) return {};
+  return {cuda->graphs().n_captures(), cuda->graphs().n_replays()};
 }
 
 }  // namespace gl::cuda

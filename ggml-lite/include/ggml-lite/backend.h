@@ -51,6 +51,9 @@ class Backend {
   // Bytes [off, off+n) of t's memory; t must live in this backend's buffer.
   virtual void set_tensor(Tensor& t, const void* src, size_t off, size_t n) = 0;
   virtual void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) = 0;
+  // n bytes from src (at src_off) to dst (at dst_off), both in this backend's memory, ordered
+  // after the work queued so far. The default goes through the host; devices copy in place.
+  virtual void copy_tensor(const Tensor& src, size_t src_off, Tensor& dst, size_t dst_off, size_t n);
   // Computes the nodes in order (a split); view nodes are skipped.
   virtual Status compute(std::span<Tensor* const> nodes) = 0;
   virtual void synchronize() = 0;

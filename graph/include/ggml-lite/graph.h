@@ -38,7 +38,8 @@ class Graph {
   // Hash of ops, params, shapes, dtypes, strides, flags, view offsets, wiring
   // (by graph position) and whether leafs hold data of their own; never names
   // or pointers, so equal graphs from the same builder code in different
-  // Contexts have equal fingerprints.
+  // Contexts have equal fingerprints. Computed on the first call and kept: a graph's
+  // structure is fixed once built (executors call this every step).
   uint64_t fingerprint() const;
 
  private:
@@ -46,6 +47,8 @@ class Graph {
   std::vector<Tensor*> leafs_;
   std::vector<Tensor*> outputs_;
   std::vector<std::pair<const Tensor*, int>> consumers_;  // sorted by pointer
+  mutable uint64_t fingerprint_ = 0;
+  mutable bool has_fingerprint_ = false;
 };
 
 }  // namespace gl

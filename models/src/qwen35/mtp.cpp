@@ -66,8 +66,8 @@ MtpGraph build_mtp_step(const Model& m, MtpCache& mc, const MtpShape& shape) {
     // The LM head only on the rows that draft; the last row also feeds the next chained draft.
     g.logits = set_name(mul_mat(c, m.output, get_rows(c, g.h_mtp, g.in.out_ids)), "mtp_logits");
     Tensor* last = view_2d(c, g.h_mtp, hp.n_embd, 1, g.h_mtp->nb[1], static_cast<size_t>(R - 1) * g.h_mtp->nb[1]);
-    roots.push_back(g.logits);
-    roots.push_back(cpy(c, last, mc.h_chain));
+    g.argmax = set_name(argmax(c, g.logits), "mtp_argmax");
+    roots.insert(roots.end(), {g.logits, g.argmax, cpy(c, last, mc.h_chain)});
   }
   roots.insert(roots.end(), effects.begin(), effects.end());
   g.graph = Graph::build(roots);

@@ -18,8 +18,8 @@ StepGraph& Runner::step_for(const StepShape& sh) {
   return it->second;
 }
 
-Result<std::vector<float>> Runner::eval(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,
-                                        const EvalOptions& opt) {
+Result<StepGraph*> Runner::run(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,
+                               const EvalOptions& opt) {
   const int n = static_cast<int>(tokens.size());
   const int n_past = cache_.n_past;
   if (n == 0 || out_rows.empty()) return Error("eval: no tokens or no output rows");
@@ -41,13 +41,28 @@ Result<std::vector<float>> Runner::eval(std::span<const int32_t> tokens, std::sp
   GL_TRY(ex_.allocate(g.graph));
   fill_step_inputs(g, ex_, tokens.data(), n_past, out_rows.data());
   GL_TRY(ex_.compute(g.graph));
-
-  std::vector<float> logits(static_cast<size_t>(sh.n_outputs) * m_.hparams().n_vocab);
-  ex_.get_output(*g.logits, logits.data());
   last_ = &g;
   last_start_ = n_past;
   cache_.n_past = n_past + n;
+  return &g;
+}
+
+Result<std::vector<float>> Runner::eval(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,
+                                        const EvalOptions& opt) {
+  Result<StepGraph*> g = run(tokens, out_rows, opt);
+  if (!g) return Error(g.error());
+  std::vector<float> logits(out_rows.size() * static_cast<size_t>(m_.hparams().n_vocab));
+  ex_.get_output(*(*g)->logits, logits.data());
   return logits;
+}
+
+Result<std::vector<int32_t>> Runner::eval_argmax(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,
+                                                 const EvalOptions& opt) {
+  Result<StepGraph*> g = run(tokens, out_rows, opt);
+  if (!g) return Error(g.error());
+  std::vector<int32_t> ids(out_rows.size());
+  ex_.get_output(*(*g)->argmax, ids.data());
+  return ids;
 }
 
 Status Runner::rollback(int n_keep) {
@@ -55,23 +70,18 @@ Status Runner::rollback(int n_keep) {
     return Error(fmt::format("rollback: cannot keep {} tokens of the last step", n_keep));
   if (n_keep == last_->shape.n_tokens) return {};
   if (last_->shape.n_states != last_->shape.n_tokens) return Error("rollback: the last step kept no states");
+  // Device-side copies, queued behind the verify step: no host round trip.
   const Hparams& hp = m_.hparams();
-  std::vector<char> buf;
   size_t gi = 0;
   for (int il = 0; il < hp.n_layer; ++il) {
     if (!hp.is_recurrent(il)) continue;
     const Tensor* states = last_->gdn_states[gi];
     const Tensor* window = last_->conv_windows[gi++];
     const size_t state_bytes = nbytes(*cache_.state[il]);
-    buf.resize(state_bytes);
-    backend_.get_tensor(*states, buf.data(), static_cast<size_t>(n_keep - 1) * state_bytes, state_bytes);
-    backend_.set_tensor(*cache_.state[il], buf.data(), 0, state_bytes);
+    backend_.copy_tensor(*states, static_cast<size_t>(n_keep - 1) * state_bytes, *cache_.state[il], 0, state_bytes);
     // The conv state after token t is window columns t+1 .. t+Kc-1.
     const size_t col = static_cast<size_t>(hp.conv_dim()) * sizeof(float);
-    const size_t conv_bytes = nbytes(*cache_.conv[il]);
-    buf.resize(conv_bytes);
-    backend_.get_tensor(*window, buf.data(), static_cast<size_t>(n_keep) * col, conv_bytes);
-    backend_.set_tensor(*cache_.conv[il], buf.data(), 0, conv_bytes);
+    backend_.copy_tensor(*window, static_cast<size_t>(n_keep) * col, *cache_.conv[il], 0, nbytes(*cache_.conv[il]));
   }
   cache_.n_past = last_start_ + n_keep;
   return {};

@@ -79,21 +79,34 @@ Status Session::prefill(std::span<const int32_t> prompt) {
   const auto t0 = Clock::now();
   tokens_.assign(prompt.begin(), prompt.end());
   const int n = static_cast<int>(prompt.size());
-  std::vector<float> logits;
+  int32_t first = -1;
   for (int s = 0; s < n; s += cfg_.n_batch) {
     const int len = std::min(cfg_.n_batch, n - s);
-    auto l = runner_.eval(prompt.subspan(static_cast<size_t>(s), static_cast<size_t>(len)),
-                          std::vector<int32_t>{len - 1}, {.hidden_all = mtp_ != nullptr});
-    if (!l) return Error(l.error());
+    auto t = step_token(prompt.subspan(static_cast<size_t>(s), static_cast<size_t>(len)), len - 1,
+                        {.hidden_all = mtp_ != nullptr});
+    if (!t) return Error(t.error());
     if (mtp_) GL_TRY(prefill_mtp_chunk(s, len, s + len == n));
-    logits = std::move(*l);
+    first = *t;
   }
-  const int32_t first = pick(logits);
   tokens_.push_back(first);
   pending_.push_back(first);
   stats_.n_prompt = n;
   stats_.t_prefill = seconds_since(t0);
   return {};
+}
+
+// Runs tokens and picks the token after row `row`: the device's argmax when greedy (no logits
+// read back), else a sample from the row's logits.
+Result<int32_t> Session::step_token(std::span<const int32_t> tokens, int row, const EvalOptions& opt) {
+  const std::vector<int32_t> rows{row};
+  if (greedy()) {
+    auto ids = runner_.eval_argmax(tokens, rows, opt);
+    if (!ids) return Error(ids.error());
+    return (*ids)[0];
+  }
+  auto l = runner_.eval(tokens, rows, opt);
+  if (!l) return Error(l.error());
+  return pick(*l);
 }
 
 // MTP KV for the chunk's rows whose next token is known; the final prompt row waits for the
@@ -127,9 +140,9 @@ Result<int32_t> Session::draft(int n_rows, bool from_trunk, const int32_t* token
   GL_TRY(ex.allocate(g.graph));
   fill_mtp_inputs(g, ex, tokens, pos0, h_row0);
   GL_TRY(ex.compute(g.graph));
-  std::vector<float> logits(static_cast<size_t>(m_.hparams().n_vocab));
-  ex.get_output(*g.logits, logits.data());
-  return argmax(logits);  // greedy drafts: q is one-hot, so rejection sampling stays exact
+  int32_t d = -1;
+  ex.get_output(*g.argmax, &d);  // greedy drafts: q is one-hot, so rejection sampling stays exact
+  return d;
 }
 
 Result<int32_t> Session::next() {
@@ -148,19 +161,44 @@ Result<int32_t> Session::next() {
 
 Status Session::plain_step() {
   if (runner_.cache().n_past + 1 > cfg_.n_ctx) return Error(fmt::format("context of {} tokens is full", cfg_.n_ctx));
-  auto l = runner_.eval(std::span(tokens_).last(1), std::vector<int32_t>{0});
-  if (!l) return Error(l.error());
-  const int32_t t = pick(*l);
-  tokens_.push_back(t);
-  pending_.push_back(t);
+  auto t = step_token(std::span(tokens_).last(1), 0, {});
+  if (!t) return Error(t.error());
+  tokens_.push_back(*t);
+  pending_.push_back(*t);
   return {};
+}
+
+// The verify step's outputs: argmax ids when greedy, else logits for rejection sampling.
+struct Session::Verdict {
+  std::vector<int32_t> ids;
+  std::vector<float> logits;
+  int64_t n_vocab = 0;
+  int32_t target(Session& s, int i, int32_t draft) const {
+    return ids.empty() ? s.check_draft(draft, row(logits, n_vocab, i)) : ids[static_cast<size_t>(i)];
+  }
+  int32_t bonus(Session& s, int i) const { return ids.empty() ? s.pick(row(logits, n_vocab, i)) : ids[static_cast<size_t>(i)]; }
+};
+
+Result<Session::Verdict> Session::verify(std::span<const int32_t> block, std::span<const int32_t> rows) {
+  const EvalOptions opt{.keep_states = true, .hidden_all = true};
+  Verdict v;
+  v.n_vocab = m_.hparams().n_vocab;
+  if (greedy()) {
+    auto ids = runner_.eval_argmax(block, rows, opt);
+    if (!ids) return Error(ids.error());
+    v.ids = std::move(*ids);
+  } else {
+    auto l = runner_.eval(block, rows, opt);
+    if (!l) return Error(l.error());
+    v.logits = std::move(*l);
+  }
+  return v;
 }
 
 Status Session::speculative_round() {
   const int m = runner_.cache().n_past;  // tokens_[m] is x_last, not yet in the trunk
   const int K = std::min(cfg_.mtp_k, cfg_.n_ctx - m - 1);
   if (K < 1) return plain_step();
-  const int64_t n_vocab = m_.hparams().n_vocab;
   auto t0 = Clock::now();
 
   // 1. catch-up rows (h_p, x_{p+1}) for p = m-c .. m-1; the last one drafts d_1.
@@ -169,6 +207,7 @@ Status Session::speculative_round() {
   if (!d) return Error(d.error());
   block.push_back(*d);
   stats_.spec.t_catchup += seconds_since(t0);
+  stats_.spec.n_catchup_steps++;
   // 2. chained drafts from the MTP's own post-norm output.
   t0 = Clock::now();
   for (int j = 1; j < K; ++j) {
@@ -177,13 +216,14 @@ Status Session::speculative_round() {
     block.push_back(*d);
   }
   stats_.spec.t_draft += seconds_since(t0);
+  stats_.spec.n_draft_steps += K - 1;
 
-  // 3. verify [x_last, d_1..d_K] in one forward with logits on every row.
+  // 3. verify [x_last, d_1..d_K] in one forward with an output on every row.
   t0 = Clock::now();
   std::vector<int32_t> rows(static_cast<size_t>(K + 1));
   for (int i = 0; i <= K; ++i) rows[i] = i;
-  auto l = runner_.eval(block, rows, {.keep_states = true, .hidden_all = true});
-  if (!l) return Error(l.error());
+  auto v = verify(block, rows);
+  if (!v) return Error(v.error());
 
   // 4. accept while the target agrees; emit the correction or the bonus token.
   int a = 0;
@@ -191,16 +231,17 @@ Status Session::speculative_round() {
   for (int i = 0; i < K; ++i) stats_.spec.drafted[i]++;
   for (; a < K; ++a) {
     const int32_t di = block[static_cast<size_t>(a + 1)];
-    const int32_t target = check_draft(di, row(*l, n_vocab, a));
+    const int32_t target = cfg_.force_accept ? di : v->target(*this, a, di);
     if (target != di) {
       out = target;
       break;
     }
     stats_.spec.accepted[a]++;
   }
-  if (a == K) out = pick(row(*l, n_vocab, K));
+  if (a == K) out = v->bonus(*this, K);
   GL_TRY(runner_.rollback(a + 1));
   stats_.spec.t_verify += seconds_since(t0);
+  stats_.spec.n_verify_steps++;
 
   for (int i = 1; i <= a; ++i) {
     tokens_.push_back(block[static_cast<size_t>(i)]);

@@ -61,8 +61,9 @@ StepGraph build_step(const Model& m, Cache& cache, const StepShape& shape, Tenso
   Tensor* rows = shape.hidden_all ? get_rows(c, h, sg.in.out_ids) : h;
   Tensor* hn = detail::norm(s, rows, m.output_norm, "result_norm", -1);
   sg.logits = set_name(mul_mat(c, m.output, hn), "result_output");  // [n_vocab, n_outputs]
+  sg.argmax = set_name(argmax(c, sg.logits), "result_argmax");       // greedy picks, read without the logits
 
-  std::vector<Tensor*> roots{sg.logits, sg.hidden};
+  std::vector<Tensor*> roots{sg.logits, sg.argmax, sg.hidden};
   if (hidden_sink) {
     GL_ASSERT(shape.hidden_all && hidden_sink->ne[1] >= shape.n_tokens, "hidden sink needs every row");
     roots.push_back(cpy(c, h, view_2d(c, hidden_sink, hp.n_embd, shape.n_tokens, hidden_sink->nb[1], 0)));

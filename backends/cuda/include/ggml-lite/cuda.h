@@ -5,9 +5,13 @@
 //   gl::Executor ex({gpu.get(), cpu.get()});        // ops CUDA lacks fall back to the CPU
 //
 // Every CUDA and cuBLAS call is checked; kernels are launched on the backend's stream and a
-// launch error is reported per node, naming it.
+// launch error is reported per node, naming it. A split whose launches repeat exactly (a step
+// graph run again with the same shapes) is captured once as a CUDA graph and replayed; set
+// GL_CUDA_GRAPHS=0 in the environment to launch everything eagerly.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "ggml-lite/backend.h"
@@ -16,10 +20,22 @@ namespace gl::cuda {
 
 struct Options {
   int device = 0;
+  bool graphs = true;  // capture and replay repeated splits as CUDA graphs
 };
 
 std::unique_ptr<Backend> make_backend(const Options& opt = {});
 // Number of visible CUDA devices (0 when there is no driver or no device).
 int device_count();
+
+struct MemoryInfo {
+  size_t free = 0, total = 0;  // bytes, as the driver reports them
+};
+MemoryInfo memory_info(int device = 0);
+
+struct GraphStats {
+  int64_t captures = 0, replays = 0;
+};
+// CUDA graphs captured and replayed by a CUDA backend so far ({} for any other backend).
+GraphStats graph_stats(const Backend& backend);
 
 }  // namespace gl::cuda

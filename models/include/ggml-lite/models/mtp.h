@@ -63,6 +63,7 @@ struct MtpGraph {
   MtpShape shape;
   MtpInputs in;
   Tensor* logits = nullptr;  // F32 [n_vocab, n_outputs] (null when n_outputs is 0)
+  Tensor* argmax = nullptr;  // I32 [n_outputs]: the greedy drafts (null when n_outputs is 0)
   Tensor* h_mtp = nullptr;   // F32 [n_embd, n_rows] post shared_head_norm
 };
 

@@ -172,6 +172,7 @@ struct StepGraph {
   StepShape shape;
   StepInputs in;
   Tensor* logits = nullptr;      // F32 [n_vocab, n_outputs]
+  Tensor* argmax = nullptr;      // I32 [n_outputs]: each output row's most likely token
   Tensor* hidden = nullptr;      // F32 [n_embd, rows]: pre-norm, all rows when hidden_all
   std::vector<Tensor*> gdn_states;  // per GDN layer: [Dv, Dk, Hv, n_states] snapshots
   std::vector<Tensor*> conv_windows;  // per GDN layer: [conv_dim, Kc-1+n_tokens] (old state + inputs)

@@ -33,6 +33,10 @@ class Runner {
   // out_rows (indices into tokens), row-major [out_rows.size(), n_vocab].
   Result<std::vector<float>> eval(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,
                                   const EvalOptions& opt = {});
+  // Same step, but only each output row's argmax comes back (computed on the device): greedy
+  // decoding reads n_outputs ints instead of n_outputs x n_vocab floats.
+  Result<std::vector<int32_t>> eval_argmax(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,
+                                           const EvalOptions& opt = {});
   // After an eval with keep_states: keep only the first n_keep tokens of that step (KV is
   // truncated, GDN state and conv window restored from the snapshot of row n_keep - 1).
   Status rollback(int n_keep);
@@ -48,6 +52,7 @@ class Runner {
 
  private:
   StepGraph& step_for(const StepShape& shape);
+  Result<StepGraph*> run(std::span<const int32_t> tokens, std::span<const int32_t> out_rows, const EvalOptions& opt);
   const Model& m_;
   Backend& backend_;
   Cache cache_;

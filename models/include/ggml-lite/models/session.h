@@ -34,6 +34,9 @@ struct RunConfig {
   int kv_bucket = 256;   // attention spans are rounded up to this (graph shape buckets)
   SamplerParams sampling;
   MtpTap mtp_tap = kQwen35MtpTap;
+  // Benchmarks only: accept every draft without checking it, so a random-weight model runs
+  // the speculative loop at its ceiling. The output is NOT the model's.
+  bool force_accept = false;
 };
 
 struct SpecStats {
@@ -42,6 +45,7 @@ struct SpecStats {
   int64_t rounds = 0;
   int64_t emitted = 0;            // tokens emitted by rounds (accepted + correction/bonus)
   double t_draft = 0, t_verify = 0, t_catchup = 0;  // seconds
+  int64_t n_draft_steps = 0, n_verify_steps = 0, n_catchup_steps = 0;  // steps behind those times
   double acceptance() const;      // accepted / drafted over all positions
   double acceptance_at(size_t i) const;
   double mean_accepted_len() const;  // tokens emitted per round (1 + accepted per round)
@@ -72,6 +76,10 @@ class Session {
   Status prefill_mtp_chunk(int start, int len, bool last_chunk);
   Status speculative_round();
   Status plain_step();
+  struct Verdict;
+  Result<Verdict> verify(std::span<const int32_t> block, std::span<const int32_t> rows);
+  Result<int32_t> step_token(std::span<const int32_t> tokens, int row, const EvalOptions& opt);
+  bool greedy() const { return cfg_.sampling.temperature <= 0.0f; }
   Result<int32_t> draft(int n_rows, bool from_trunk, const int32_t* tokens, int pos0, int h_row0);
   MtpGraph& mtp_step(const MtpShape& shape);
   int kv_span(int n_positions) const;

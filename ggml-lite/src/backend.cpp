@@ -1,0 +1,15 @@
+// backend.cpp - the Backend defaults that need no device.
+#include "ggml-lite/backend.h"
+
+#include <vector>
+
+namespace gl {
+
+void Backend::copy_tensor(const Tensor& src, size_t src_off, Tensor& dst, size_t dst_off, size_t n) {
+  if (n == 0) return;
+  std::vector<unsigned char> tmp(n);
+  get_tensor(src, tmp.data(), src_off, n);
+  set_tensor(dst, tmp.data(), dst_off, n);
+}
+
+}  // namespace gl
