@@ -15,6 +15,9 @@
 #include <string>
 
 #include "ggml-lite/cpu.h"
+#ifdef GL_HAVE_CUDA
+#include "ggml-lite/cuda.h"
+#endif
 #include "ggml-lite/dump.h"
 #include "ggml-lite/models/session.h"
 #include "ggml-lite/models/tokenizer.h"
@@ -30,7 +33,7 @@ struct Args {
   int threads = 0;
   int ctx = 4096;
   int batch = 256;
-  std::string backend = "cpu";
+  std::string backend = "auto";
   std::string dump_graph;
   bool ignore_eos = false;
   int bench = 0;
@@ -51,7 +54,8 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("-t,--threads", a.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   app.add_option("-c,--ctx", a.ctx, "context size")->check(CLI::PositiveNumber);
   app.add_option("-b,--batch", a.batch, "prefill chunk size")->check(CLI::PositiveNumber);
-  app.add_option("--backend", a.backend, "compute backend")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--backend", a.backend, "compute backend (auto: cuda when built with it and a GPU is present)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--dump-graph", a.dump_graph, "print a step graph as text and exit")
       ->check(CLI::IsMember({"prefill", "decode", "verify", "mtp"}));
   app.add_flag("--ignore-eos", a.ignore_eos, "keep generating after the end-of-text token");
@@ -83,17 +87,33 @@ int dump_graph(const gl::qwen35::Model& m, gl::Backend& be, const Args& a, int k
   return 0;
 }
 
-int run(const Args& a) {
-  if (a.backend == "cuda") {
-    fmt::print(stderr, "qwen35: this build has no CUDA backend; use --backend cpu\n");
-    return 1;
+// The backend --backend names; null (after printing why) when it cannot be had.
+std::unique_ptr<gl::Backend> make_backend(const Args& a) {
+#ifdef GL_HAVE_CUDA
+  const bool has_gpu = gl::cuda::device_count() > 0;
+  if (a.backend == "cuda" && !has_gpu) {
+    fmt::print(stderr, "qwen35: --backend cuda: no CUDA device is visible (driver missing or no GPU)\n");
+    return nullptr;
   }
+  if (a.backend == "cuda" || (a.backend == "auto" && has_gpu)) return gl::cuda::make_backend();
+#else
+  if (a.backend == "cuda") {
+    fmt::print(stderr, "qwen35: this build has no CUDA backend (configure with the cuda preset); use --backend cpu\n");
+    return nullptr;
+  }
+#endif
+  return gl::cpu::make_backend({.n_threads = a.threads});
+}
+
+int run(const Args& a) {
   if (!std::filesystem::exists(a.model)) {
     fmt::print(stderr, "qwen35: model file '{}' not found (pass -m path/to/model.gguf)\n", a.model);
     return 1;
   }
-  auto cpu = gl::cpu::make_backend({.n_threads = a.threads});
-  auto model = gl::qwen35::Model::load(a.model, *cpu);
+  auto backend = make_backend(a);
+  if (!backend) return 1;
+  gl::Backend& be = *backend;
+  auto model = gl::qwen35::Model::load(a.model, be);
   if (!model) return fmt::print(stderr, "qwen35: {}\n", model.error()), 1;
   const gl::qwen35::Model& m = **model;
   if (a.mtp > 0 && !m.has_mtp()) {
@@ -102,7 +122,7 @@ int run(const Args& a) {
     return 1;
   }
   const int k = a.mtp < 0 ? (m.has_mtp() ? 2 : 0) : a.mtp;  // K = 2 is fastest on the embedded model (CPU)
-  if (!a.dump_graph.empty()) return dump_graph(m, *cpu, a, std::max(k, 1));
+  if (!a.dump_graph.empty()) return dump_graph(m, be, a, std::max(k, 1));
 
   auto tok = gl::Tokenizer::from_gguf(m.gguf());
   if (!tok) return fmt::print(stderr, "qwen35: {}\n", tok.error()), 1;
@@ -110,9 +130,9 @@ int run(const Args& a) {
   if (a.bench > 0) {
     if (!m.has_mtp()) return fmt::print(stderr, "qwen35: --bench-mtp needs a GGUF with MTP tensors\n"), 1;
     cfg.sampling = {};  // greedy, so every K must emit the same tokens
-    return bench_mtp(m, *cpu, cfg, tok->encode(a.prompt), a.n_predict, a.bench, 3);
+    return bench_mtp(m, be, cfg, tok->encode(a.prompt), a.n_predict, a.bench, 3);
   }
-  auto session = gl::qwen35::Session::create(m, *cpu, cfg);
+  auto session = gl::qwen35::Session::create(m, be, cfg);
   if (!session) return fmt::print(stderr, "qwen35: {}\n", session.error()), 1;
   return generate(**session, *tok, a.prompt, a.n_predict, a.ignore_eos, k);
 }

@@ -4,11 +4,13 @@
 # 1. On a development machine (nvcc, no GPU), from the repository root, build only what runs there
 #    and pack it (stripped binaries plus the paths they were built with, a few tens of MB):
 #      cmake --preset cuda -DGL_BUILD_EXAMPLES=OFF
-#      cmake --build build-cuda -j2 --target gl_test_gpu gl_test_ops gl_test_graph gl_test_models
+#      cmake --build build-cuda -j2 --target gl_test_gpu gl_test_ops gl_test_graph gl_test_models bench qwen35
 #      tests/gpu/run_gpu_tests.sh --pack            # -> build-cuda/gpu/
 # 2. On the GPU machine, from the repository root of a copy of the same tree, with build-cuda/gpu
 #    carried along:
 #      tests/gpu/run_gpu_tests.sh                   # or: tests/gpu/run_gpu_tests.sh path/to/bundle
+#      tests/gpu/run_gpu_tests.sh [bundle] --bench [preset:type ...]  # tests, then benchmarks (bench_all)
+#      tests/gpu/run_gpu_tests.sh [bundle] --bench-only [preset:type ...]
 #
 # gl_test_gpu checks the CUDA backend and the executor's GPU <-> CPU paths, gl_test_ops runs every
 # op case on every backend present (cpu, and cuda when a device is visible), then gl_test_graph and
@@ -20,6 +22,10 @@
 set -u
 
 BINARIES=(gl_test_gpu gl_test_ops gl_test_graph gl_test_models)
+TOOLS=(bench qwen35)  # examples/, packed when built
+# Benchmarked models: gguf-synth presets generated in memory by the bench (no file: the 35B BF16
+# model is larger than the GPU machine's disk).
+BENCH_MODELS=(qwen35-9b:bf16 qwen35-9b:q8_0 qwen35-35b-a3b:bf16)
 
 die() {
   echo "run_gpu_tests: $*" >&2
@@ -39,6 +45,11 @@ pack() {
     else
       echo "run_gpu_tests: $build/tests/$b not built, left out" >&2
     fi
+  done
+  for b in "${TOOLS[@]}"; do
+    local exe
+    exe=$(find "$build/examples" -name "$b" -type f -perm -u+x 2>/dev/null | head -1)
+    if [[ -n $exe ]]; then strip -o "$dst/$b" "$exe" || die "strip $b failed"; fi
   done
   # GL_SOURCE_DIR and GL_BINARY_DIR as compiled into the tests (see tests/CMakeLists.txt).
   sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" >"$dst/source_dir"
@@ -66,12 +77,47 @@ counts() {
   echo "${p:-0} ${f:-0} ${s:-0}"
 }
 
+# The benchmarks: every model in $@ (default BENCH_MODELS): pp512, tg128 and spec 3 at forced
+# acceptance, markdown to the terminal and JSON to $logs; then tg128 of the first model with CUDA
+# graphs off (the A/B of capture), and the embedded model through the qwen35 example on the GPU.
+bench_all() {
+  local bundle=$1 logs=$2
+  shift 2
+  local models=("$@")
+  ((${#models[@]})) || models=("${BENCH_MODELS[@]}")
+  [[ -x $bundle/bench ]] || { echo "run_gpu_tests: no bench in $bundle" >&2; return 1; }
+  local status=0 m
+  for m in "${models[@]}"; do
+    echo "== bench $m"
+    "$bundle/bench" --synth "$m" --backend cuda -p 512 -n 128 --spec 3 --force-accept -r 5 \
+      -o "$logs/bench-${m//[:\/]/-}.json" 2>&1 | tee "$logs/bench-${m//[:\/]/-}.md" || status=1
+  done
+  echo "== bench ${models[0]}, CUDA graphs off"
+  GL_CUDA_GRAPHS=0 "$bundle/bench" --synth "${models[0]}" --backend cuda -p 0 -n 128 -r 3 2>&1 |
+    tee "$logs/bench-graphs-off.md" || status=1
+  if [[ -x $bundle/qwen35 ]]; then
+    echo "== qwen35 example, embedded model, cuda vs cpu (greedy, MTP 2)"
+    "$bundle/qwen35" --backend cuda -n 64 --mtp 2 >"$logs/qwen35-cuda.txt" 2>&1 || status=1
+    "$bundle/qwen35" --backend cpu -n 64 --mtp 2 >"$logs/qwen35-cpu.txt" 2>&1 || status=1
+    tail -12 "$logs/qwen35-cuda.txt"
+    if diff <(head -c 400 "$logs/qwen35-cuda.txt") <(head -c 400 "$logs/qwen35-cpu.txt") >/dev/null; then
+      echo "qwen35: cuda text == cpu text"
+    else
+      echo "qwen35: cuda text differs from cpu text"; status=1
+    fi
+  fi
+  return $status
+}
+
 main() {
   if [[ ${1:-} == --pack ]]; then
     pack "${2:-}"
     exit 0
   fi
-  local bundle=${1:-build-cuda/gpu}
+  local bundle=build-cuda/gpu bench=0 tests=1
+  if [[ -n ${1:-} && -d $1 ]]; then bundle=$1; shift; fi
+  if [[ ${1:-} == --bench ]]; then bench=1; shift; fi
+  if [[ ${1:-} == --bench-only ]]; then bench=1; tests=0; shift; fi
   [[ -d $bundle ]] || die "no bundle at $bundle (build and --pack first, see the top of this script)"
   local logs=${OUT:-$bundle/logs}
   mkdir -p "$logs" || die "cannot create $logs"
@@ -85,6 +131,10 @@ main() {
   [[ -f $bundle/binary_dir ]] && mkdir -p "$(cat "$bundle/binary_dir")"
 
   local rows=() status=0
+  if ((bench && !tests)); then
+    bench_all "$bundle" "$logs" "$@" || status=1
+    exit "$status"
+  fi
   for b in "${BINARIES[@]}"; do
     local exe=$bundle/$b log=$logs/$b.log
     if [[ ! -x $exe ]]; then
@@ -114,6 +164,8 @@ main() {
     grep '^\[  FAILED  \] .* ms)$' "$log" | head -20
     rows+=("$(printf '%-16s %8s %8s %8s %6s  %s' "$b" "$p" "$f" "$s" "$rc" "$note")")
   done
+
+  if ((bench)); then bench_all "$bundle" "$logs" "$@" || status=1; fi
 
   echo
   echo "== summary (logs in $logs)"

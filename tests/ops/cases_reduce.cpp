@@ -36,6 +36,16 @@ void add_norm(Op op, std::vector<OpCase>& out) {
   push(out, n + "_f16_65x3", op, kNmseF16Out, [op](In& in) {  // the result is f16
     return apply_norm(op, in.ctx, in.input(DType::F16, {65, 3}));
   });
+  // The model's pattern, norm then a broadcast weight (the CUDA backend fuses the pair into one
+  // kernel). kNmseF32Sum: the norm's error, times w.
+  push(out, n + "_then_mul_weight_f32_4096x3", Op::MUL, kNmseF32Sum, [op](In& in) {
+    Tensor* y = apply_norm(op, in.ctx, in.input(DType::F32, {4096, 3}));
+    return mul(in.ctx, y, in.input(DType::F32, {4096}));
+  });
+  push(out, n + "_then_mul_weight_f32_heads_33x7x3", Op::MUL, kNmseF32Sum, [op](In& in) {
+    Tensor* y = apply_norm(op, in.ctx, in.input(DType::F32, {33, 7, 3}));
+    return mul(in.ctx, y, in.input(DType::F32, {33, 7}));
+  });
 }
 
 // Argmax/top_k: indices must match exactly. Inputs are either distinct values

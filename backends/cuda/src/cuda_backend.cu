@@ -25,10 +25,13 @@ constexpr size_t kStagingBytes = size_t{64} << 20;
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 // GL_CUDA_GRAPHS=0 turns capture off (for A/B timing and for debugging a kernel eagerly).
-bool graphs_enabled(bool requested) {
-  const char* env = std::getenv("GL_CUDA_GRAPHS");
-  return requested && !(env && std::strcmp(env, "0") == 0);
+bool env_off(const char* name) {
+  const char* env = std::getenv(name);
+  return env && std::strcmp(env, "0") == 0;
 }
+bool graphs_enabled(bool requested) { return requested && !env_off("GL_CUDA_GRAPHS"); }
+// GL_CUDA_FUSION=0 launches every node on its own (A/B of the fused pairs).
+bool fusion_enabled() { return !env_off("GL_CUDA_FUSION"); }
 
 // The one dispatch switch: no default, so a new op fails to compile here.
 void launch(const Ctx& ctx, Tensor& node) {
@@ -199,9 +202,14 @@ class CudaBackend final : public Backend {
 
  private:
   Status launch_all(std::span<Tensor* const> nodes) {
-    for (Tensor* node : nodes) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      Tensor* node = nodes[i];
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
-      launch(ctx_, *node);
+      if (i + 1 < nodes.size() && fuse_pair(*node, *nodes[i + 1])) {
+        node = nodes[++i];  // launched with its predecessor; checked below as the pair's last node
+      } else {
+        launch(ctx_, *node);
+      }
       // Not GL_CUDA_CHECK: a failed launch is reported as this node's error, not an abort.
       if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
         return Error("cuda: " + describe(*node) + ": launch failed: " + cudaGetErrorString(e));
@@ -209,6 +217,9 @@ class CudaBackend final : public Backend {
     }
     return {};
   }
+
+  // Adjacent nodes with a fused kernel (see the entry's comment); false: launch them one by one.
+  bool fuse_pair(Tensor& a, Tensor& b) { return fusion_ && norm_mul(ctx_, a, b); }
 
   // The stream is idle afterwards, so every staging slot is free again.
   void sync() {
@@ -225,6 +236,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<Pool> pool_;  // shared with the buffers, which may outlive the backend
   GraphCache graphs_;
   Staging staging_;
+  bool fusion_ = fusion_enabled();
   void* cublas_workspace_ = nullptr;
 };
 

@@ -5,6 +5,10 @@
 // sm_90 and the op is memory-bound) leaves only the summation order as a difference. The row is
 // fully reduced before any element is written and each element is written by the thread that
 // re-reads it, so dst may alias src[0].
+//
+// Fused with the weight: a norm whose next node multiplies it by a (broadcast) weight -- every
+// RMSNorm of the model -- runs as one kernel that writes both nodes' results (the norm's too, so
+// any other reader of it still finds it), with the same float multiply as the separate MUL.
 #include "cuda_utils.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
@@ -12,8 +16,10 @@
 namespace gl::cuda {
 namespace {
 
-// y = x / sqrt(ss / n + eps) (rms) or x / sqrt(ss + eps) (l2), per row.
-__global__ void norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps) {
+// y = x / sqrt(ss / n + eps) (rms) or x / sqrt(ss + eps) (l2), per row; with kMul also
+// m = y * w, w broadcast over y by modulo on every dim.
+template <bool kMul>
+__global__ void norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, TensorArg w, TensorArg m) {
   __shared__ double scratch[32];
   const int64_t ne0 = x.ne[0];
   for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
@@ -31,9 +37,16 @@ __global__ void norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, do
     const double denom = rms ? ss / static_cast<double>(ne0) : ss;
     const double inv = 1.0 / sqrt(denom + eps);
     char* ry = row_ptr(y, i1, i2, i3);
+    const char* rw = kMul ? row_ptr(w, i1 % w.ne[1], i2 % w.ne[2], i3 % w.ne[3]) : nullptr;
+    char* rm = kMul ? row_ptr(m, i1, i2, i3) : nullptr;
     for (int64_t i0 = threadIdx.x; i0 < n; i0 += blockDim.x) {
       const double v = load_plain(x.type, rx + i0 * x.nb[0]);
-      store_plain(y.type, ry + i0 * y.nb[0], static_cast<float>(v * inv));
+      const float yv = static_cast<float>(v * inv);
+      store_plain(y.type, ry + i0 * y.nb[0], yv);
+      if constexpr (kMul) {
+        const float wv = load_plain(w.type, rw + (i0 % w.ne[0]) * w.nb[0]);
+        store_plain(m.type, rm + i0 * m.nb[0], load_plain(y.type, ry + i0 * y.nb[0]) * wv);
+      }
     }
   }
 }
@@ -46,8 +59,21 @@ void norm(const Ctx& ctx, Tensor& dst) {
   GL_ASSERT(same_shape(a, dst), "cuda norm: dst must match src");
   const RowLaunch l = row_launch(dst.ne[0], nrows(dst), 1024);
   if (l.empty()) return;
-  norm_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(dst), l.rows, dst.op == Op::RMS_NORM,
-                                                  static_cast<double>(dst.p<NormParams>().eps));
+  norm_kernel<false><<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(dst), l.rows, dst.op == Op::RMS_NORM,
+                                                         static_cast<double>(dst.p<NormParams>().eps), {}, {});
+}
+
+bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
+  if ((nrm.op != Op::RMS_NORM && nrm.op != Op::L2_NORM) || mul.op != Op::MUL || mul.src[0] != &nrm) return false;
+  const Tensor& w = *mul.src[1];
+  if (!same_shape(nrm, mul) || !is_plain_type(w.type) || !is_plain_type(mul.type)) return false;
+  for (int d = 0; d < kMaxDims; ++d)
+    if (w.ne[d] <= 0 || mul.ne[d] % w.ne[d] != 0) return false;
+  const RowLaunch l = row_launch(nrm.ne[0], nrows(nrm), 1024);
+  if (l.empty()) return true;
+  norm_kernel<true><<<l.grid, l.block, 0, ctx.stream>>>(arg(*nrm.src[0]), arg(nrm), l.rows, nrm.op == Op::RMS_NORM,
+                                                        static_cast<double>(nrm.p<NormParams>().eps), arg(w), arg(mul));
+  return true;
 }
 
 }  // namespace gl::cuda
