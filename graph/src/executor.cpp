@@ -231,15 +231,17 @@ Executor::Executor(std::vector<Backend*> backends) : sched_(std::move(backends))
 
 Executor::Plan Executor::make_plan(const Graph& g, const SchedulePlan& sp) const {
   std::span<Backend* const> bs = sched_.backends();
-  Plan plan(bs.size());
+  Plan plan;
+  plan.arenas.resize(bs.size());
+  plan.graph_id = g.id();
   const bool several = bs.size() > 1;
   for (size_t b = 0; b < bs.size(); ++b) {
-    plan[b].memory = plan_memory(g, bs[b]->alignment(), several ? static_cast<int>(b) : -1);
+    plan.arenas[b].memory = plan_memory(g, bs[b]->alignment(), several ? static_cast<int>(b) : -1);
   }
   std::vector<StagedRoot> roots;
   for (const Split& s : sp.splits) {
     if (s.inputs_from_elsewhere.empty()) continue;
-    size_t& staging = plan[static_cast<size_t>(s.backend_id)].staging_bytes;
+    size_t& staging = plan.arenas[static_cast<size_t>(s.backend_id)].staging_bytes;
     staging = std::max(staging, stage_roots(s, bs, roots));
   }
   return plan;
@@ -252,12 +254,13 @@ Status Executor::allocate(const Graph& g) {
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     it = plans_.emplace(key, make_plan(g, sp)).first;
-  } else {
-    for (ArenaPlan& ap : it->second) rekey_plan(ap.memory, g);  // a rebuilt graph has other tensors
+  } else if (it->second.graph_id != g.id()) {
+    for (ArenaPlan& ap : it->second.arenas) rekey_plan(ap.memory, g);  // a rebuilt graph has other tensors
+    it->second.graph_id = g.id();
   }
   bool bound_any = false;
   for (size_t b = 0; b < bs.size(); ++b) {
-    const ArenaPlan& ap = it->second[b];
+    const ArenaPlan& ap = it->second.arenas[b];
     const size_t need = ap.memory.arena_bytes + ap.staging_bytes;
     if (need == 0 && bs.size() > 1) continue;  // nothing of this graph lives there
     std::unique_ptr<Buffer>& arena = arenas_[b];
@@ -275,10 +278,10 @@ Status Executor::allocate(const Graph& g) {
 }
 
 bool Executor::is_bound(const Graph& g, const Plan& plan) {
-  for (size_t b = 0; b < plan.size(); ++b) {
-    const ArenaPlan& ap = plan[b];
+  for (size_t b = 0; b < plan.arenas.size(); ++b) {
+    const ArenaPlan& ap = plan.arenas[b];
     const size_t need = ap.memory.arena_bytes + ap.staging_bytes;
-    if (need == 0 && plan.size() > 1) continue;
+    if (need == 0 && plan.arenas.size() > 1) continue;
     Buffer* arena = arenas_[b].get();
     if (!arena || arena->size() < need || !bound_to(g, ap.memory, *arena)) return false;
   }
@@ -292,7 +295,7 @@ Status Executor::compute(const Graph& g) {
     return Error("executor: graph is not allocated in the current arena; call allocate() first");
   }
   n_copies_ = 0;
-  for (const Split& s : sp.splits) GL_TRY(run_split(s, it->second[static_cast<size_t>(s.backend_id)]));
+  for (const Split& s : sp.splits) GL_TRY(run_split(s, it->second.arenas[static_cast<size_t>(s.backend_id)]));
   for (Backend* b : sched_.backends()) b->synchronize();
   return {};
 }
@@ -328,7 +331,7 @@ Status Executor::run_split(const Split& s, const ArenaPlan& ap) {
 
 const MemoryPlan* Executor::last_plan(int backend_id) const {
   if (!last_plan_) return nullptr;
-  return &last_plan_->at(static_cast<size_t>(backend_id)).memory;
+  return &last_plan_->arenas.at(static_cast<size_t>(backend_id)).memory;
 }
 
 void Executor::set_input(Tensor& t, const void* src) {

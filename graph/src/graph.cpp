@@ -4,6 +4,7 @@
 #include "ggml-lite/hash.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -32,7 +33,9 @@ std::string describe(const Tensor& t) { return fmt::format("node '{}' ({})", lab
 }  // namespace
 
 Graph Graph::build(std::span<Tensor* const> outputs) {
+  static std::atomic<uint64_t> next_id{1};
   Graph g;
+  g.id_ = next_id++;
   std::unordered_set<const Tensor*> visited;
   struct Frame {
     Tensor* t;

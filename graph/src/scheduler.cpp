@@ -238,10 +238,11 @@ const SchedulePlan& Scheduler::schedule(const Graph& g) {
   if (it == cache_.end()) {
     it = cache_.emplace(key, make_plan(g)).first;
     ++n_planned_;
-  } else {
-    // Same structure, maybe other tensors: re-point the splits, keep the placement.
+  } else if (it->second.graph_id != g.id()) {
+    // Same structure, other tensors: re-point the splits, keep the placement.
     build_splits(it->second, g, backends_);
   }
+  it->second.graph_id = g.id();
   write_backend_ids(it->second, g);
   return it->second;
 }

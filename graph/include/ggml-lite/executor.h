@@ -56,7 +56,10 @@ class Executor {
     MemoryPlan memory;
     size_t staging_bytes = 0;  // after memory.arena_bytes: the largest split's copies
   };
-  using Plan = std::vector<ArenaPlan>;  // one per backend
+  struct Plan {
+    std::vector<ArenaPlan> arenas;  // one per backend
+    uint64_t graph_id = 0;          // Graph::id() the memory plans are keyed to
+  };
 
   Plan make_plan(const Graph& g, const SchedulePlan& sp) const;
   bool is_bound(const Graph& g, const Plan& plan);

@@ -41,12 +41,16 @@ class Graph {
   // Contexts have equal fingerprints. Computed on the first call and kept: a graph's
   // structure is fixed once built (executors call this every step).
   uint64_t fingerprint() const;
+  // Unique per build() (copies share it: they hold the same tensors). Plan caches use it to skip
+  // re-pointing a cached plan at the graph it already points at.
+  uint64_t id() const { return id_; }
 
  private:
   std::vector<Tensor*> nodes_;
   std::vector<Tensor*> leafs_;
   std::vector<Tensor*> outputs_;
   std::vector<std::pair<const Tensor*, int>> consumers_;  // sorted by pointer
+  uint64_t id_ = 0;
   mutable uint64_t fingerprint_ = 0;
   mutable bool has_fingerprint_ = false;
 };
