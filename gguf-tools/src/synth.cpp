@@ -1,7 +1,8 @@
-// synth.cpp - presets and the counter-based random weight generator of gguf-synth.
+// synth.cpp - gguf-synth's presets and counter-based random weights; SynthModel gives the same bytes in memory.
 #include "gguf-tools/synth.h"
 
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -164,7 +165,7 @@ const SynthPreset* find_preset(const std::string& name) {
 
 float synth_value(uint64_t seed, const TensorSpec& s, int64_t i) { return generator(seed, s).at(i); }
 
-Result<SynthReport> synth_model(const SynthOptions& opt) {
+Result<SynthModel> SynthModel::create(const SynthOptions& opt) {
   const SynthPreset* preset = find_preset(opt.preset);
   if (!preset) {
     std::vector<std::string> names;
@@ -176,21 +177,66 @@ Result<SynthReport> synth_model(const SynthOptions& opt) {
   const ModelDims& d = preset->dims;
   GLT_TRY(validate_dims(d));
 
+  SynthModel m;
+  m.preset_ = preset->name;
+  m.type_ = opt.type;
+  m.seed_ = opt.seed;
+  m.specs_ = tensor_specs(d);
+  for (size_t i = 0; i < m.specs_.size(); ++i) {
+    m.index_.emplace(m.specs_[i].name, i);
+    m.n_params_ += static_cast<uint64_t>(m.specs_[i].nelements());
+  }
   GgufFile meta;
   write_model_keys(meta, d, preset->name, opt.type);
   write_tokenizer_keys(meta, synth_tokenizer(d.n_vocab));
-  SynthReport rep;
-  std::vector<OutTensor> ts;
-  for (const TensorSpec& s : tensor_specs(d)) {
-    ts.push_back(synth_tensor(opt.seed, s, opt.type));
-    rep.n_params += static_cast<uint64_t>(s.nelements());
-  }
-  Result<GgufFile> layout = streamed_layout(meta, ts);
+  Result<GgufFile> layout = streamed_layout(meta, m.out_tensors());
   if (!layout) return Error(layout.error());
-  rep.layout = std::move(layout).value();
+  m.layout_ = std::move(layout).value();
+  return m;
+}
+
+std::vector<OutTensor> SynthModel::out_tensors() const {
+  std::vector<OutTensor> ts;
+  for (const TensorSpec& s : specs_) ts.push_back(synth_tensor(seed_, s, type_));
+  return ts;
+}
+
+Status SynthModel::fill(const GgufTensorInfo& t, void* dst) const {
+  auto it = index_.find(t.name);
+  if (it == index_.end()) return Error(fmt::format("synth {}: no tensor named '{}'", preset_, t.name));
+  const TensorSpec& s = specs_[it->second];
+  const GgufTensorInfo& own = layout_.tensors()[it->second];
+  if (own.ggml_type != t.ggml_type || own.ne != t.ne || own.nbytes != t.nbytes)
+    return Error(
+        fmt::format("synth {}: tensor '{}' has another type or shape than the synthesized one", preset_, t.name));
+  // One ggml row at a time, as the writer converts them: values, then from_float on the row.
+  const Generator g = generator(seed_, s);
+  const DType type = output_type(s, type_);
+  const int64_t ne0 = s.ne[0], n_rows = s.nelements() / ne0;
+  const size_t rb = row_bytes(type, ne0);
+  auto* out = static_cast<uint8_t*>(dst);
+#pragma omp parallel if (n_rows * ne0 >= (int64_t{1} << 16))
+  {
+    std::vector<float> row(static_cast<size_t>(ne0));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < n_rows; ++r) {
+      for (int64_t i = 0; i < ne0; ++i) row[static_cast<size_t>(i)] = g.at(r * ne0 + i);
+      from_float(type, row.data(), out + static_cast<size_t>(r) * rb, ne0);
+    }
+  }
+  return {};
+}
+
+Result<SynthReport> synth_model(const SynthOptions& opt) {
+  Result<SynthModel> m = SynthModel::create(opt);
+  if (!m) return Error(m.error());
+  SynthReport rep;
+  rep.layout = m->layout();
+  rep.n_params = m->n_params();
   if (opt.dry_run) return rep;
   if (opt.output.empty()) return Error("no output file given");
-  Result<WriteStats> st = write_streamed(opt.output, meta, ts, {.progress = opt.progress, .label = "synth"});
+  Result<WriteStats> st =
+      write_streamed(opt.output, m->layout(), m->out_tensors(), {.progress = opt.progress, .label = "synth"});
   if (!st) return Error(st.error());
   rep.stats = *st;
   return rep;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <set>
 #include <string>
@@ -93,6 +94,117 @@ TEST(CudaBackend, OutOfMemoryIsANullBufferAndLeavesNoError) {
   std::vector<float> out(256);
   ex.get_output(*y, out.data());
   for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], 2.0f * xs[i]) << i;
+}
+
+TEST(CudaBackend, CopyTensorWithOffsets) {
+  GL_REQUIRE_GPU();
+  auto be = cuda::make_backend();
+  auto buf = be->alloc_buffer(8192, BufferUsage::COMPUTE);
+  ASSERT_NE(buf, nullptr);
+  Tensor t = over(*buf, 8192);
+  std::vector<unsigned char> in(8192), out(8192);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<unsigned char>(i * 13 + 1);
+  be->set_tensor(t, in.data(), 0, in.size());
+  be->copy_tensor(t, 100, t, 5000, 1000);  // queued behind the write, before the read
+  be->get_tensor(t, out.data(), 0, out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const unsigned char want = (i >= 5000 && i < 6000) ? in[i - 4900] : in[i];
+    ASSERT_EQ(out[i], want) << "byte " << i;
+  }
+}
+
+// Many queued writes through the pinned ring (more than it holds, so it must wait and wrap),
+// each from a host buffer reused right after set_tensor returns.
+TEST(CudaBackend, QueuedWritesSurviveTheStagingRingWrapping) {
+  GL_REQUIRE_GPU();
+  auto be = cuda::make_backend();
+  constexpr size_t kBytes = size_t{6} << 20;  // under a quarter of the ring: staged, not direct
+  constexpr int kBuffers = 24;                // 144 MB in all: the ring wraps at least twice
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<Tensor> ts;
+  std::vector<float> host(kBytes / 4);
+  for (int b = 0; b < kBuffers; ++b) {
+    bufs.push_back(be->alloc_buffer(kBytes, BufferUsage::COMPUTE));
+    ASSERT_NE(bufs.back(), nullptr);
+    ts.push_back(over(*bufs.back(), kBytes));
+  }
+  for (int b = 0; b < kBuffers; ++b) {
+    std::fill(host.begin(), host.end(), static_cast<float>(b + 1));
+    be->set_tensor(ts[static_cast<size_t>(b)], host.data(), 0, kBytes);
+  }
+  for (int b = 0; b < kBuffers; ++b) {
+    be->get_tensor(ts[static_cast<size_t>(b)], host.data(), 0, kBytes);
+    ASSERT_EQ(host.front(), static_cast<float>(b + 1)) << "buffer " << b;
+    ASSERT_EQ(host.back(), static_cast<float>(b + 1)) << "buffer " << b;
+  }
+}
+
+// A small model-like block: norm x weight (a fused pair on CUDA), a GEMV, a residual.
+struct GraphRun {
+  Context c;
+  Tensor* x = nullptr;
+  Tensor* y = nullptr;
+  Graph g;
+  GraphRun(Tensor* w_norm, Tensor* w_mat) {
+    x = c.new_tensor(DType::F32, {256, 2}, "x");
+    x->flags |= TENSOR_INPUT;
+    Tensor* h = mul(c, rms_norm(c, x, 1e-6f), w_norm);
+    y = add(c, silu(c, mul_mat(c, w_mat, h)), x);
+    g = Graph::build({y});
+  }
+  std::vector<float> run(Executor& ex, const std::vector<float>& xs) {
+    EXPECT_TRUE(ex.allocate(g).ok());
+    ex.set_input(*x, xs.data());
+    Status s = ex.compute(g);
+    EXPECT_TRUE(s.ok()) << s.error();
+    std::vector<float> out(512);
+    ex.get_output(*y, out.data());
+    return out;
+  }
+};
+
+struct Weights {
+  Context c;
+  std::unique_ptr<Buffer> buf;
+  Tensor* norm = nullptr;
+  Tensor* mat = nullptr;
+  Weights(Backend& be, uint32_t seed) {
+    norm = c.new_tensor(DType::F32, {256}, "w_norm");
+    mat = c.new_tensor(DType::F32, {256, 256}, "w_mat");
+    buf = be.alloc_buffer(nbytes(*norm) + nbytes(*mat), BufferUsage::WEIGHTS);
+    buf->bind(*norm, 0);
+    buf->bind(*mat, nbytes(*norm));
+    be.set_tensor(*norm, random_floats(256, seed).data(), 0, nbytes(*norm));
+    be.set_tensor(*mat, random_floats(256 * 256, seed + 1).data(), 0, nbytes(*mat));
+  }
+};
+
+// Replays of a captured step give exactly what eager launches give, for new input data each
+// time; a graph over other weights (other pointers, same shapes) is not served a stale replay.
+TEST(CudaGraphs, ReplaysMatchEagerLaunchesAndFollowNewPointers) {
+  GL_REQUIRE_GPU();
+  auto captured = cuda::make_backend({.graphs = true});
+  auto eager = cuda::make_backend({.graphs = false});
+  Weights wc(*captured, 10), we(*eager, 10);
+  GraphRun rc(wc.norm, wc.mat), re(we.norm, we.mat);
+  Executor exc({captured.get()}), exe({eager.get()});
+  for (int r = 0; r < 5; ++r) {
+    const std::vector<float> xs = random_floats(512, 100 + static_cast<uint32_t>(r));
+    EXPECT_EQ(rc.run(exc, xs), re.run(exe, xs)) << "run " << r;
+  }
+  const cuda::GraphStats st = cuda::graph_stats(*captured);
+  if (std::getenv("GL_CUDA_GRAPHS") == nullptr) {
+    EXPECT_EQ(st.captures, 1);  // run 0 eager, run 1 captured, runs 2..4 replayed
+    EXPECT_EQ(st.replays, 3);
+  }
+  EXPECT_EQ(cuda::graph_stats(*eager).captures, 0);
+
+  Weights wc2(*captured, 20), we2(*eager, 20);
+  GraphRun rc2(wc2.norm, wc2.mat), re2(we2.norm, we2.mat);
+  for (int r = 0; r < 3; ++r) {
+    const std::vector<float> xs = random_floats(512, 200 + static_cast<uint32_t>(r));
+    EXPECT_EQ(rc2.run(exc, xs), re2.run(exe, xs)) << "other weights, run " << r;
+  }
 }
 
 using Restricted = test::RestrictedBackend;

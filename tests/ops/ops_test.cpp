@@ -92,6 +92,8 @@ TEST(OpsCoverage, RequiredScenarios) {
       {"gated delta rule T=130", "^gated_delta_rule_T130_"},
       {"gated delta rule with Hv = 2 Hk", "^gated_delta_rule_.*_Hk2_Hv4_"},
       {"gated delta rule n_states = 4", "^gated_delta_rule_.*_s4$"},
+      {"gated delta rule chunked (T >= 64, n_states 1)",
+       "^gated_delta_rule_T(6[4-9]|[7-9][0-9]|[1-9][0-9]{2,})_.*_s1$"},
       {"argmax with ties", "^argmax_.*ties"},
       {"top_k with ties", "^top_k_.*ties"},
   };

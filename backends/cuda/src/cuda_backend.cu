@@ -1,5 +1,6 @@
 // cuda_backend.cu - the CUDA backend: device buffers from a caching pool, transfers on the
 // backend's stream, and the op dispatch (one switch over Op, every launch checked per node).
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "common.cuh"
 #include "device.cuh"
 #include "graph_cache.cuh"
+#include "profiler.cuh"
 #include "staging.cuh"
 #include "ggml-lite/cuda.h"
 #include "ops/kernels.cuh"
@@ -126,6 +128,10 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     DeviceScope on(ctx_.device);
     GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+    if (prof_.enabled()) {
+      prof_.collect();
+      std::fputs(prof_.report().c_str(), stderr);
+    }
     GL_CUBLAS_CHECK(cublasDestroy(ctx_.cublas));
     GL_CUDA_CHECK(cudaFree(cublas_workspace_));
     GL_CUDA_CHECK(cudaStreamDestroy(ctx_.stream));
@@ -190,6 +196,7 @@ class CudaBackend final : public Backend {
     for (Tensor* node : nodes)
       if (node->op != Op::NONE && !is_view_op(node->op) && !node->data)
         return Error("cuda: " + describe(*node) + " has no memory");
+    if (prof_.enabled()) return launch_all(nodes);  // per-node events: no capture
     return graphs_.run(nodes, ctx_.stream, [&] { return launch_all(nodes); });
   }
 
@@ -205,11 +212,13 @@ class CudaBackend final : public Backend {
     for (size_t i = 0; i < nodes.size(); ++i) {
       Tensor* node = nodes[i];
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
+      if (prof_.enabled()) prof_.before(ctx_.stream);
       if (i + 1 < nodes.size() && fuse_pair(*node, *nodes[i + 1])) {
         node = nodes[++i];  // launched with its predecessor; checked below as the pair's last node
       } else {
         launch(ctx_, *node);
       }
+      if (prof_.enabled()) prof_.after(ctx_.stream, *node);
       // Not GL_CUDA_CHECK: a failed launch is reported as this node's error, not an abort.
       if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
         return Error("cuda: " + describe(*node) + ": launch failed: " + cudaGetErrorString(e));
@@ -225,6 +234,7 @@ class CudaBackend final : public Backend {
   void sync() {
     GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
     staging_.reset();
+    if (prof_.enabled()) prof_.collect();
   }
 
   void check_owned(const Tensor& t) const {
@@ -237,6 +247,7 @@ class CudaBackend final : public Backend {
   GraphCache graphs_;
   Staging staging_;
   bool fusion_ = fusion_enabled();
+  Profiler prof_;
   void* cublas_workspace_ = nullptr;
 };
 

@@ -4,6 +4,12 @@
 //   gl::tools::SynthOptions o{.preset = "qwen35-9b", .type = gl::DType::Q8_0, .seed = 1, .output = "/tmp/9b.gguf"};
 //   gl::Result<gl::tools::SynthReport> r = gl::tools::synth_model(o);
 //
+//   // The same model in memory, no file (a 35B BF16 model is 70 GB, more than a disk may hold):
+//   gl::Result<gl::tools::SynthModel> s = gl::tools::SynthModel::create({.preset = "tiny", .type = gl::DType::Q8_0});
+//   const gl::GgufTensorInfo& t = s->layout().tensors()[0];   // KVs + tensor infos, no data
+//   std::vector<uint8_t> bytes(t.nbytes);
+//   GL_TRY(s->fill(t, bytes.data()));                          // the bytes gguf-synth writes for t
+//
 // Names, shapes, types and keys are exactly what gguf-convert writes for the same config
 // (model_spec.h), MTP layer included, plus a minimal valid byte-level BPE tokenizer
 // (tokenizer_meta.h synth_tokenizer). Values come from a counter-based RNG (splitmix64 of
@@ -15,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ggml-lite/dtype.h"
@@ -51,6 +58,34 @@ struct SynthReport {
 };
 
 Result<SynthReport> synth_model(const SynthOptions& opt);
+
+// A synthetic model without a file: its layout, and any tensor's bytes on demand. The layout and
+// bytes are exactly those synth_model writes for the same preset, type and seed.
+class SynthModel {
+ public:
+  // Checks preset and type like synth_model; output, dry_run and progress are ignored.
+  static Result<SynthModel> create(const SynthOptions& opt);
+
+  const GgufFile& layout() const { return layout_; }  // KVs and tensor infos (no data)
+  uint64_t n_params() const { return n_params_; }
+  // Writes the data of tensor t (found by name; t.nbytes bytes, ggml layout, converted to its
+  // output type as the file writer does, norms etc. kept F32) to dst. Rows in parallel (OpenMP).
+  // Errors: an unknown name, or a type or shape other than the layout's.
+  Status fill(const GgufTensorInfo& t, void* dst) const;
+
+ private:
+  SynthModel() = default;
+  std::vector<OutTensor> out_tensors() const;  // the writer's producers
+  friend Result<SynthReport> synth_model(const SynthOptions& opt);
+
+  std::string preset_;
+  DType type_ = DType::F16;
+  uint64_t seed_ = 0;
+  std::vector<TensorSpec> specs_;
+  std::unordered_map<std::string, size_t> index_;  // tensor name -> specs_ / layout_ index
+  GgufFile layout_;
+  uint64_t n_params_ = 0;
+};
 
 // The value synth_model writes at element i of the named tensor (before type conversion).
 float synth_value(uint64_t seed, const TensorSpec& s, int64_t i);

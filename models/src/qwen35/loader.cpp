@@ -1,6 +1,10 @@
 // loader.cpp - binds Qwen3.5 GGUF tensors to weight tensors, checking names, shapes and dtypes.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include "ggml-lite/models/qwen35.h"
 
 namespace gl::qwen35 {
@@ -122,9 +126,16 @@ Status bind_layer(Binder& b, const Hparams& hp, int il, LayerWeights& l) {
   return {};
 }
 
+// The file name, or for a layout built in memory its general.name.
+std::string model_label(const GgufFile& f) {
+  if (f.name() != GgufFile().name()) return f.name();
+  Result<std::string> n = f.get<std::string>("general.name");
+  return n ? fmt::format("{} (in memory)", *n) : f.name();
+}
+
 }  // namespace
 
-Status Model::bind(bool with_data, Backend* backend) {
+Result<Model::Bound> Model::bind() {
   Binder b(file_, ctx_);
   const int64_t e = hp_.n_embd;
   auto emb = b.get("token_embd.weight", dims({e, hp_.n_vocab}));
@@ -138,39 +149,82 @@ Status Model::bind(bool with_data, Backend* backend) {
   output = *out ? *out : tok_embd;
   layers.resize(static_cast<size_t>(hp_.n_layer + hp_.n_nextn));
   for (int il = 0; il < static_cast<int>(layers.size()); ++il) GL_TRY(bind_layer(b, hp_, il, layers[il]));
-  if (!with_data) return {};
+  return b.bound();
+}
 
-  if (backend->is_host()) {  // use the mapped file in place
-    for (auto [t, info] : b.bound()) t->data = const_cast<uint8_t*>(info->data);
+Status Model::place(const Bound& bound, Backend& backend, const TensorSource* src, const LoadProgress& progress) {
+  if (backend.is_host() && !src) {  // use the mapped file in place
+    for (auto [t, info] : bound) t->data = const_cast<uint8_t*>(info->data);
     return {};
   }
-  size_t total = 0;
-  for (auto [t, info] : b.bound()) total += (info->nbytes + backend->alignment() - 1) / backend->alignment() * backend->alignment();
-  auto buf = backend->alloc_buffer(total, BufferUsage::WEIGHTS);
+  const size_t align = backend.alignment();
+  auto padded = [align](size_t n) { return (n + align - 1) / align * align; };
+  size_t total = 0, largest = 0;
+  uint64_t weight_bytes = 0;
+  for (auto [t, info] : bound) {
+    if (info->nbytes != nbytes(*t))
+      return Error(fmt::format("{}: tensor '{}' has {} bytes, expected {}", model_label(file_), info->name,
+                               info->nbytes, nbytes(*t)));
+    total += padded(info->nbytes);
+    weight_bytes += info->nbytes;
+    largest = std::max<size_t>(largest, info->nbytes);
+  }
+  std::unique_ptr<Buffer> buf = backend.alloc_buffer(total, BufferUsage::WEIGHTS);
+  if (!buf)
+    return Error(fmt::format("{}: out of {} memory: weights need {:.2f} GiB on {}", model_label(file_),
+                             backend.is_host() ? "host" : "device", static_cast<double>(total) / (1 << 30),
+                             backend.name()));
+  // Device backends: the source fills a host staging buffer, reused for every tensor.
+  std::vector<uint8_t> staging(src && !backend.is_host() ? largest : 0);
   size_t off = 0;
-  for (auto [t, info] : b.bound()) {
+  uint64_t done = 0;
+  for (auto [t, info] : bound) {
     buf->bind(*t, off);
-    backend->set_tensor(*t, info->data, 0, info->nbytes);
-    off += (info->nbytes + backend->alignment() - 1) / backend->alignment() * backend->alignment();
+    off += padded(info->nbytes);
+    if (backend.is_host()) {
+      GL_TRY((*src)(*info, t->data));
+    } else if (src) {
+      GL_TRY((*src)(*info, staging.data()));
+      backend.set_tensor(*t, staging.data(), 0, info->nbytes);
+    } else {
+      backend.set_tensor(*t, info->data, 0, info->nbytes);
+    }
+    done += info->nbytes;
+    if (progress) progress(done, weight_bytes);
   }
   buffers_.push_back(std::move(buf));
   return {};
 }
 
-Result<std::unique_ptr<Model>> Model::open(const std::string& path, Backend* backend) {
-  Result<GgufFile> f = GgufFile::open(path);
-  if (!f) return Error(f.error());
-  Result<Hparams> hp = Hparams::from_gguf(*f);
+Result<std::unique_ptr<Model>> Model::open(GgufFile f, Backend* backend, const TensorSource* src,
+                                           const LoadProgress& progress) {
+  Result<Hparams> hp = Hparams::from_gguf(f);
   if (!hp) return Error(hp.error());
   auto m = std::make_unique<Model>();
-  m->file_ = std::move(*f);
+  m->file_ = std::move(f);
   m->hp_ = *hp;
-  GL_TRY(m->bind(backend != nullptr, backend));
+  Result<Bound> bound = m->bind();
+  if (!bound) return Error(bound.error());
+  if (backend) GL_TRY(m->place(*bound, *backend, src, progress));
   return m;
 }
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend) { return open(path, &backend); }
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& backend, const LoadProgress& progress) {
+  Result<GgufFile> f = GgufFile::open(path);
+  if (!f) return Error(f.error());
+  return open(std::move(*f), &backend, nullptr, progress);
+}
 
-Result<std::unique_ptr<Model>> Model::load_meta(const std::string& path) { return open(path, nullptr); }
+Result<std::unique_ptr<Model>> Model::load(GgufFile layout, const TensorSource& src, Backend& backend,
+                                           const LoadProgress& progress) {
+  if (!src) return Error(fmt::format("{}: no tensor source given", layout.name()));
+  return open(std::move(layout), &backend, &src, progress);
+}
+
+Result<std::unique_ptr<Model>> Model::load_meta(const std::string& path) {
+  Result<GgufFile> f = GgufFile::open(path);
+  if (!f) return Error(f.error());
+  return open(std::move(*f), nullptr, nullptr, {});
+}
 
 }  // namespace gl::qwen35

@@ -71,6 +71,20 @@ inline RowLaunch row_launch(int64_t ne0, int64_t rows, int max_tx = 256) {
   return {dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(tx), static_cast<unsigned>(ty)), rows};
 }
 
+// Elementwise kernels (no reduction along a row) may also split each row over gridDim.y blocks:
+// with few long rows (a decode step's [12288] activation) one block per row leaves the GPU idle.
+// Their loops run i0 = first_col() .. by col_stride(), which is threadIdx.x .. by blockDim.x when
+// gridDim.y is 1, so every element is still read and written by one thread.
+inline RowLaunch elem_launch(int64_t ne0, int64_t rows, int max_tx = 256) {
+  constexpr int64_t kTargetBlocks = 528;  // 4 per SM on the H200
+  RowLaunch l = row_launch(ne0, rows, max_tx);
+  if (l.empty()) return l;
+  const int64_t col_blocks = (ne0 + l.block.x - 1) / l.block.x;
+  const int64_t want = (kTargetBlocks + l.grid.x - 1) / l.grid.x;
+  l.grid.y = static_cast<unsigned>(std::clamp<int64_t>(std::min(col_blocks, want), 1, 65535));
+  return l;
+}
+
 // ---- indexing ----------------------------------------------------------------
 
 // Row r of a [ne0, ne1, ne2, ne3] walk -> (i1, i2, i3), the CPU's unravel_row.
@@ -94,6 +108,9 @@ __device__ __forceinline__ char* row_ptr(const TensorArg& t, int64_t i1, int64_t
 // First row of the block-strided walk owned by this row group (see for_rows in the kernels).
 __device__ __forceinline__ int64_t first_row_base() { return static_cast<int64_t>(blockIdx.x) * blockDim.y; }
 __device__ __forceinline__ int64_t row_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.y; }
+// Column walk of elementwise kernels (see elem_launch).
+__device__ __forceinline__ int64_t first_col() { return static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t col_stride() { return static_cast<int64_t>(gridDim.y) * blockDim.x; }
 
 // ---- element conversion (bit-exact with dtype.cpp) ---------------------------
 

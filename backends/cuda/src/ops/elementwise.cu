@@ -48,7 +48,7 @@ __global__ void binary_kernel(TensorArg a, TensorArg b, TensorArg d, int64_t row
     const char* ra = row_ptr(a, i1, i2, i3);
     const char* rb = row_ptr(b, i1 % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
     char* rd = row_ptr(d, i1, i2, i3);
-    for (int64_t i0 = threadIdx.x; i0 < n; i0 += blockDim.x) {
+    for (int64_t i0 = first_col(); i0 < n; i0 += col_stride()) {
       const int64_t j0 = nb0 == n ? i0 : (nb0 == 1 ? 0 : i0 % nb0);  // skip the modulo in the common cases
       const float x = load_plain(a.type, ra + i0 * a.nb[0]);
       const float y = load_plain(b.type, rb + j0 * b.nb[0]);
@@ -64,7 +64,7 @@ __global__ void unary_kernel(TensorArg a, TensorArg d, int64_t rows, float scale
     unravel_row(d.ne, r, i1, i2, i3);
     const char* ra = row_ptr(a, i1, i2, i3);
     char* rd = row_ptr(d, i1, i2, i3);
-    for (int64_t i0 = threadIdx.x; i0 < d.ne[0]; i0 += blockDim.x)
+    for (int64_t i0 = first_col(); i0 < d.ne[0]; i0 += col_stride())
       store_plain(d.type, rd + i0 * d.nb[0], apply_unary<op>(load_plain(a.type, ra + i0 * a.nb[0]), scale, bias));
   }
 }
@@ -73,14 +73,14 @@ __global__ void unary_kernel(TensorArg a, TensorArg d, int64_t rows, float scale
 
 template <BinaryOp op>
 void launch_binary(const Ctx& ctx, const Tensor& a, const Tensor& b, const Tensor& dst) {
-  const RowLaunch l = row_launch(dst.ne[0], nrows(dst));
+  const RowLaunch l = elem_launch(dst.ne[0], nrows(dst));
   if (l.empty()) return;
   binary_kernel<op><<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(b), arg(dst), l.rows);
 }
 
 template <UnaryOp op>
 void launch_unary(const Ctx& ctx, const Tensor& a, const Tensor& dst, float scale = 1.0f, float bias = 0.0f) {
-  const RowLaunch l = row_launch(dst.ne[0], nrows(dst));
+  const RowLaunch l = elem_launch(dst.ne[0], nrows(dst));
   if (l.empty()) return;
   unary_kernel<op><<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(dst), l.rows, scale, bias);
 }

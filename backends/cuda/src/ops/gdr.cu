@@ -8,8 +8,8 @@
 // fixed-order sum over the warps through shared memory. The input state (the cache) is only read;
 // outputs and the n_states snapshots go to the flat F32 result. The next token's inputs are loaded
 // before the current token's sums to hide their latency.
-// Future work: a chunked (WY) form for long prefill (the CPU has one in ssm_chunked.cpp); here every
-// token is a step, so prefill costs T dependent steps per head.
+// Every token is a step, so prefill costs T dependent steps per head: long single-state calls go to
+// the chunked form in gdr_chunked.cu instead.
 #include "kernels.cuh"
 #include "mm_utils.cuh"
 
@@ -20,6 +20,11 @@ using mm::kWarp;
 using mm::TView;
 
 constexpr int kGdrWarps = 8;
+// The chunked form from this many tokens on (n_states == 1 only). Measured on the H200 (ncu, base
+// clock) at the Qwen3.5-9B shape (Hv 32, Dk = Dv = 128): this kernel takes ~3 us per token, the
+// chunked form ~60 us for up to one 64-token chunk (three launches, one scan step), so they meet
+// near 20 tokens; 32 leaves a margin. Decode and MTP verify (a few tokens, n_states > 1) stay here.
+constexpr int64_t kChunkedMinTokens = 32;
 
 struct GdrArgs {
   TView q, k, v, g, beta, state;
@@ -116,6 +121,13 @@ __global__ void __launch_bounds__(kWarp * kGdrWarps) gdr_kernel(GdrArgs a) {
   }
 }
 
+// The chunked form reads q, k, v, g and beta as F32 (what the model feeds); other types stay here.
+bool chunked_inputs(const Tensor& dst) {
+  for (int i = 0; i < 5; ++i)
+    if (dst.src[i]->type != DType::F32) return false;
+  return true;
+}
+
 template <int kRows>
 void launch(const Ctx& ctx, const GdrArgs& a) {
   const dim3 grid(static_cast<unsigned>(mm::ceil_div<int64_t>(a.dv, kWarp)), static_cast<unsigned>(a.hv));
@@ -142,6 +154,8 @@ void gated_delta_rule(const Ctx& ctx, Tensor& dst) {
                   dst.p<GdrParams>().n_states,
                   static_cast<float*>(dst.data)};
   if (a.n_tokens == 0 || a.dv == 0 || a.hv == 0) return;
+  if (a.n_states == 1 && a.n_tokens >= kChunkedMinTokens && chunked_inputs(dst))
+    return gated_delta_rule_chunked(ctx, dst);
   // Rows per thread: Dk split over the warps, rounded up to a power of two.
   const int64_t rows = mm::ceil_div<int64_t>(a.dk, kGdrWarps);
   if (rows <= 1) return launch<1>(ctx, a);

@@ -15,6 +15,9 @@ void binary(const Ctx& ctx, Tensor& dst);        // ADD, SUB, MUL, DIV (broadcas
 void unary(const Ctx& ctx, Tensor& dst);         // SCALE, SILU, SIGMOID, SOFTPLUS, EXP
 void swiglu(const Ctx& ctx, Tensor& dst);        // SWIGLU
 void norm(const Ctx& ctx, Tensor& dst);          // RMS_NORM, L2_NORM
+// A norm and the MUL by a broadcast weight that follows it, as one kernel writing both results;
+// false (nothing launched) when the pair does not have that shape.
+bool norm_mul(const Ctx& ctx, Tensor& norm, Tensor& mul);
 void softmax(const Ctx& ctx, Tensor& dst);       // SOFTMAX
 void rope(const Ctx& ctx, Tensor& dst);          // ROPE
 void get_rows(const Ctx& ctx, Tensor& dst);      // GET_ROWS
@@ -28,6 +31,8 @@ void mul_mat(const Ctx& ctx, Tensor& dst);       // MUL_MAT
 void mul_mat_id(const Ctx& ctx, Tensor& dst);    // MUL_MAT_ID
 void ssm_conv(const Ctx& ctx, Tensor& dst);      // SSM_CONV
 void gated_delta_rule(const Ctx& ctx, Tensor& dst);  // GATED_DELTA_RULE
+// GATED_DELTA_RULE in chunked (WY) form: n_states == 1, F32 q, k, v, g, beta; gated_delta_rule picks it.
+void gated_delta_rule_chunked(const Ctx& ctx, Tensor& dst);
 
 // Per family: can the entry compute this node (dtypes, layouts)? Unsupported nodes run on the CPU.
 bool supports_elementwise(const Tensor& node);   // binary, unary, swiglu, norm, softmax, rope

@@ -45,7 +45,7 @@ __global__ void get_rows_kernel(TensorArg a, TensorArg ids, TensorArg d, int64_t
     if (id < 0 || id >= a.ne[1]) bad_row_id("get_rows", id, a.ne[1]);
     const char* ra = row_ptr(a, id, b2, b3);
     char* rd = row_ptr(d, i, b2, b3);
-    for (int64_t i0 = threadIdx.x; i0 < d.ne[0]; i0 += blockDim.x) {
+    for (int64_t i0 = first_col(); i0 < d.ne[0]; i0 += col_stride()) {
       if (a.type == DType::Q8_0) {
         store_plain(d.type, rd + i0 * d.nb[0], load_elem(a, ra, i0));
       } else {
@@ -95,7 +95,7 @@ __global__ void concat_kernel(TensorArg a, TensorArg b, TensorArg d, int64_t row
     if (dim == 0) {
       const char* ra = row_ptr(a, i1, i2, i3);
       const char* rb = row_ptr(b, i1, i2, i3);
-      for (int64_t i0 = threadIdx.x; i0 < d.ne[0]; i0 += blockDim.x) {
+      for (int64_t i0 = first_col(); i0 < d.ne[0]; i0 += col_stride()) {
         const char* from = i0 < a_len ? ra + i0 * a.nb[0] : rb + (i0 - a_len) * b.nb[0];
         convert_plain(d.type, from, d.type, rd + i0 * d.nb[0]);
       }
@@ -110,7 +110,7 @@ __global__ void concat_kernel(TensorArg a, TensorArg b, TensorArg d, int64_t row
     }
     const char* rs = from_a ? row_ptr(a, i1, i2, i3) : row_ptr(b, i1, i2, i3);
     const int64_t snb0 = from_a ? a.nb[0] : b.nb[0];
-    for (int64_t i0 = threadIdx.x; i0 < d.ne[0]; i0 += blockDim.x)
+    for (int64_t i0 = first_col(); i0 < d.ne[0]; i0 += col_stride())
       convert_plain(d.type, rs + i0 * snb0, d.type, rd + i0 * d.nb[0]);
   }
 }
@@ -131,14 +131,14 @@ __global__ void copy_kernel(TensorArg from, TensorArg to, int64_t rows) {
     unravel_row(to.ne, r, j1, j2, j3);
     char* rt = row_ptr(to, j1, j2, j3);
     if (!same_rows) {  // rows of different lengths: find every source element by its flat index
-      for (int64_t i0 = threadIdx.x; i0 < n; i0 += blockDim.x)
+      for (int64_t i0 = first_col(); i0 < n; i0 += col_stride())
         convert_plain(from.type, flat_elem(from, r * n + i0), to.type, rt + i0 * to.nb[0]);
       continue;
     }
     int64_t i1, i2, i3;
     unravel_row(from.ne, r, i1, i2, i3);
     const char* rf = row_ptr(from, i1, i2, i3);
-    for (int64_t i0 = threadIdx.x; i0 < n; i0 += blockDim.x) {
+    for (int64_t i0 = first_col(); i0 < n; i0 += col_stride()) {
       if (from.type == DType::Q8_0) {
         store_plain(to.type, rt + i0 * to.nb[0], load_elem(from, rf, i0));
       } else {
@@ -190,7 +190,7 @@ void get_rows(const Ctx& ctx, Tensor& dst) {
             "cuda get_rows: ids must be I32 [n, B2, B3]");
   GL_ASSERT(dst.ne[0] == a.ne[0] && dst.ne[2] == a.ne[2] && dst.ne[3] == a.ne[3] && dense_q8_rows(a),
             "cuda get_rows: dst shape mismatch or strided Q8_0 rows");
-  const RowLaunch l = row_launch(dst.ne[0], nrows(dst));
+  const RowLaunch l = elem_launch(dst.ne[0], nrows(dst));
   if (l.empty()) return;
   get_rows_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(ids), arg(dst), l.rows);
 }
@@ -220,7 +220,7 @@ void concat(const Ctx& ctx, Tensor& dst) {
   GL_ASSERT(a.type == b.type && a.type == dst.type && is_plain_type(a.type) && dim >= 0 && dim < kMaxDims &&
                 dst.ne[dim] == a.ne[dim] + b.ne[dim],
             "cuda concat: a, b and dst must share a plain dtype and add up along dim");
-  const RowLaunch l = row_launch(dst.ne[0], nrows(dst));
+  const RowLaunch l = elem_launch(dst.ne[0], nrows(dst));
   if (l.empty()) return;
   concat_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(b), arg(dst), l.rows, dim, a.ne[dim]);
 }
@@ -238,7 +238,7 @@ void copy(const Ctx& ctx, Tensor& dst) {
     copy_to_q8_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(from), arg(to), l.rows);
     return;
   }
-  const RowLaunch l = row_launch(to.ne[0], nrows(to));
+  const RowLaunch l = elem_launch(to.ne[0], nrows(to));
   if (l.empty()) return;
   copy_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(from), arg(to), l.rows);
 }

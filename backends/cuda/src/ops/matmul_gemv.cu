@@ -15,6 +15,7 @@
 // t+2T, ... element by element into its own accumulator, lane 0's xor tree and warps 0..W-1 follow.
 // M, R, the group's row count and whether loads are vectorised (alignment) change which registers
 // hold what, never the sequence of float operations of one output.
+#include <cstdlib>
 #include <initializer_list>
 
 #include "mm_utils.cuh"
@@ -22,10 +23,12 @@
 namespace gl::cuda::mm {
 namespace {
 
+// 128 threads (256 measured slower on the H200: 37.5 vs 31.9 us for BF16 4096 x 12288).
 constexpr int kMaxThreads = 128;
-// Weight rows per block: each activation load feeds this many rows (measured on the H200: 4 beats
-// 2 at M = 1 by ~20% and ties 8; a design staging x in shared memory per K tile was slower).
-constexpr int kRowsPerBlock = 4;
+// Weight rows per block: each activation load feeds this many rows. Measured on the H200 in whole
+// 9B BF16 decode steps (bench tg128): 8 rows 136.9 tok/s, 4 rows 129.6; in a standalone GEMV 4 beat
+// 2 by ~20% and tied 8. A design staging x in shared memory per K tile was slower.
+constexpr int kRowsPerBlock = 8;
 constexpr int64_t kMaxGridY = 65535;
 
 // Weight rows [0, n) of length k, row stride nb1, element stride nb0 (plain types).
@@ -321,13 +324,32 @@ int gemv_threads(int64_t k, int e) {
   return threads;
 }
 
-template <DType WT, int M, class Rows>
-void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows) {
-  constexpr int R = kRowsPerBlock;
+template <DType WT, int M, int R, class Rows>
+void launch_rows(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows) {
   const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(w.n, R)),
                   static_cast<unsigned>(rows.count() < kMaxGridY ? rows.count() : kMaxGridY));
   gemv_kernel<WT, M, R, Rows><<<grid, gemv_threads(w.k, WChunk<WT>::E), 0, ctx.stream>>>(w, x, rows);
   GL_CUDA_CHECK(cudaGetLastError());
+}
+
+// Narrow products (the 32-row GDN gate projections) get one weight row per block, so that more
+// than a handful of SMs stream them.
+// GL_CUDA_GEMV_ROWS=4|8 overrides kRowsPerBlock (A/B timing).
+int rows_per_block() {
+  static const int r = [] {
+    const char* e = std::getenv("GL_CUDA_GEMV_ROWS");
+    const int v = e ? std::atoi(e) : kRowsPerBlock;
+    return v == 4 || v == 8 ? v : kRowsPerBlock;
+  }();
+  return r;
+}
+
+template <DType WT, int M, class Rows>
+void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows) {
+  constexpr int64_t kFewBlocks = 264;  // 2 per SM on the H200
+  if (ceil_div<int64_t>(w.n, 4) * rows.count() < kFewBlocks) return launch_rows<WT, M, 1>(ctx, w, x, rows);
+  if (rows_per_block() == 8) return launch_rows<WT, M, 8>(ctx, w, x, rows);
+  launch_rows<WT, M, 4>(ctx, w, x, rows);
 }
 
 template <int M, class Rows>

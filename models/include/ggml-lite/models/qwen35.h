@@ -12,8 +12,10 @@
 // docs/reference/qwen35-mtp-spec.md sections 3-7.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ggml-lite/backend.h"
@@ -107,9 +109,22 @@ struct LayerWeights {
 
 class Model {
  public:
+  // Writes the data of one tensor of the layout (info.nbytes bytes, GGUF/ggml layout) to dst.
+  using TensorSource = std::function<Status(const GgufTensorInfo& info, void* dst)>;
+  // Called after each weight is in place: bytes done so far of the total.
+  using LoadProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
+
   // Reads hyperparameters and binds every weight; errors name the file and tensor.
   // On a host backend weights are used in place from the mapped file.
-  static Result<std::unique_ptr<Model>> load(const std::string& path, Backend& backend);
+  static Result<std::unique_ptr<Model>> load(const std::string& path, Backend& backend,
+                                             const LoadProgress& progress = {});
+  // The same from a layout (KVs + tensor infos, no data) and a source of tensor bytes, e.g. a
+  // synthetic model generated in memory:
+  //   auto m = Model::load(s.layout(), [&](const GgufTensorInfo& t, void* dst) { return s.fill(t, dst); }, *cpu);
+  // Host backends get one weight buffer filled in place; device backends a host staging buffer
+  // per tensor, then set_tensor.
+  static Result<std::unique_ptr<Model>> load(GgufFile layout, const TensorSource& src, Backend& backend,
+                                             const LoadProgress& progress = {});
   // Metadata only (no weight data): for graph dumps of any GGUF.
   static Result<std::unique_ptr<Model>> load_meta(const std::string& path);
 
@@ -123,8 +138,13 @@ class Model {
   std::vector<LayerWeights> layers;  // n_layer + n_nextn
 
  private:
-  static Result<std::unique_ptr<Model>> open(const std::string& path, Backend* backend);  // null: metadata only
-  Status bind(bool with_data, Backend* backend);
+  using Bound = std::vector<std::pair<Tensor*, const GgufTensorInfo*>>;
+  // Reads hyperparameters and binds names and shapes; then places the data unless backend is null.
+  static Result<std::unique_ptr<Model>> open(GgufFile f, Backend* backend, const TensorSource* src,
+                                             const LoadProgress& progress);
+  Result<Bound> bind();
+  // src null: the infos point at mapped data (used in place on a host backend).
+  Status place(const Bound& bound, Backend& backend, const TensorSource* src, const LoadProgress& progress);
   Hparams hp_;
   GgufFile file_;
   Context ctx_;
