@@ -3,7 +3,7 @@
 #
 # 1. On a development machine (nvcc, no GPU), from the repository root, build only what runs there
 #    and pack it (stripped binaries plus the paths they were built with, a few tens of MB):
-#      cmake --preset cuda -DGL_BUILD_EXAMPLES=OFF
+#      cmake --preset cuda -DGL_BUILD_EXAMPLES=ON
 #      cmake --build build-cuda -j2 --target gl_test_gpu gl_test_ops gl_test_graph gl_test_models bench qwen35
 #      tests/gpu/run_gpu_tests.sh --pack            # -> build-cuda/gpu/
 # 2. On the GPU machine, from the repository root of a copy of the same tree, with build-cuda/gpu

@@ -125,6 +125,40 @@ void add_swiglu_cases(std::vector<OpCase>& out) {
                  .max_nmse = kNmseF16Out});
 }
 
+// Runs of elementwise nodes as the model builds them (the CUDA backend fuses each run into one
+// kernel). kNmseF32: a few f32 roundings and libm calls per element.
+void add_chain_cases(std::vector<OpCase>& out) {
+  // GDN decay gate: softplus(alpha + dt_bias) * a, broadcast bias and a.
+  out.push_back({.name = "mul_chain_add_softplus_mul_f32_32x5",
+                 .op = Op::MUL,
+                 .build =
+                     [](In& in) {
+                       Tensor* x = in.input(DType::F32, {32, 5});
+                       Tensor* sp = softplus(in.ctx, add(in.ctx, x, in.input(DType::F32, {32})));
+                       return mul(in.ctx, sp, in.input(DType::F32, {32}));
+                     },
+                 .max_nmse = kNmseF32});
+  // Output gate: y * silu(z), the chain value as the second operand of the mul.
+  out.push_back({.name = "mul_chain_silu_second_operand_f32_128x6",
+                 .op = Op::MUL,
+                 .build =
+                     [](In& in) {
+                       Tensor* y = in.input(DType::F32, {128, 6});
+                       return mul(in.ctx, y, silu(in.ctx, in.input(DType::F32, {128, 6})));
+                     },
+                 .max_nmse = kNmseF32});
+  // Four steps with an f16 intermediate (rounded between steps as separate kernels would).
+  out.push_back({.name = "sub_chain_scale_f16_sigmoid_sub_f32_65x3",
+                 .op = Op::SUB,
+                 .build =
+                     [](In& in) {
+                       Tensor* h = scale(in.ctx, in.input(DType::F16, {65, 3}), 0.5f);
+                       Tensor* s = sigmoid(in.ctx, exp(in.ctx, h));
+                       return sub(in.ctx, in.input(DType::F16, {65, 3}), s);
+                     },
+                 .max_nmse = kNmseF16Out});
+}
+
 }  // namespace
 
 std::vector<OpCase> elementwise_cases() {
@@ -136,6 +170,7 @@ std::vector<OpCase> elementwise_cases() {
   add_unary_cases(Op::SOFTPLUS, Fill::nonzero(0.1, 25.0), out);  // crosses the x > 20 switch
   add_unary_cases(Op::EXP, Fill::nonzero(0.1, 4.0), out);
   add_swiglu_cases(out);
+  add_chain_cases(out);
   return out;
 }
 

@@ -213,8 +213,9 @@ class CudaBackend final : public Backend {
       Tensor* node = nodes[i];
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
       if (prof_.enabled()) prof_.before(ctx_.stream);
-      if (i + 1 < nodes.size() && fuse_pair(*node, *nodes[i + 1])) {
-        node = nodes[++i];  // launched with its predecessor; checked below as the pair's last node
+      if (const size_t fused = fuse(nodes.subspan(i))) {
+        i += fused - 1;
+        node = nodes[i];  // launched with its predecessors; checked below as the group's last node
       } else {
         launch(ctx_, *node);
       }
@@ -227,8 +228,13 @@ class CudaBackend final : public Backend {
     return {};
   }
 
-  // Adjacent nodes with a fused kernel (see the entry's comment); false: launch them one by one.
-  bool fuse_pair(Tensor& a, Tensor& b) { return fusion_ && norm_mul(ctx_, a, b); }
+  // Adjacent nodes with a fused kernel (see the entries' comments): how many were launched, 0
+  // when the first node runs on its own.
+  size_t fuse(std::span<Tensor* const> nodes) {
+    if (!fusion_ || nodes.size() < 2) return 0;
+    if (norm_mul(ctx_, *nodes[0], *nodes[1])) return 2;
+    return static_cast<size_t>(elementwise_chain(ctx_, nodes));
+  }
 
   // The stream is idle afterwards, so every staging slot is free again.
   void sync() {

@@ -152,6 +152,13 @@ __device__ __forceinline__ float load_elem(const TensorArg& t, const char* row, 
   return load_plain(t.type, row + i0 * t.nb[0]);
 }
 
+// v as it reads back after a store in float dtype t (a register-only round trip).
+__device__ __forceinline__ float round_to(DType t, float v) {
+  if (t == DType::F16) return half_bits_to_float(float_to_half_bits(v));
+  if (t == DType::BF16) return bf16_bits_to_float(float_to_bf16_bits(v));
+  return v;
+}
+
 // Stores v into a plain element at p in dtype t (F32 -> I32 truncates, as static_cast does).
 __device__ __forceinline__ void store_plain(DType t, char* p, float v) {
   switch (t) {

@@ -87,7 +87,130 @@ void launch_unary(const Ctx& ctx, const Tensor& a, const Tensor& dst, float scal
 
 bool is_float(const Tensor* t) { return t && is_float_type(t->type); }
 
+// ---- fused chains ------------------------------------------------------------
+//
+// A run of elementwise nodes of one shape, each reading the previous one (the GDN gate path
+// add -> softplus -> mul, silu -> mul, ...), as one kernel: each thread carries its element through
+// every step and stores every step's result (so any other reader still finds it), rounding through
+// the node's dtype exactly as the separate kernels would.
+
+constexpr int kMaxChain = 4;
+
+struct ChainStep {
+  Op op = Op::NONE;
+  TensorArg other{};         // a binary step's other operand, broadcast onto the chain's shape
+  bool other_first = false;  // the other operand is src[0] (the chain value is src[1])
+  float scale = 1.0f, bias = 0.0f;
+  TensorArg out{};
+};
+
+struct Chain {
+  TensorArg in{};  // src[0] of the first node
+  ChainStep step[kMaxChain];
+  int n = 0;
+};
+
+__device__ __forceinline__ float chain_binary(Op op, float a, float b) {
+  switch (op) {
+    case Op::ADD: return apply_binary<BinaryOp::ADD>(a, b);
+    case Op::SUB: return apply_binary<BinaryOp::SUB>(a, b);
+    case Op::MUL: return apply_binary<BinaryOp::MUL>(a, b);
+    case Op::DIV: return apply_binary<BinaryOp::DIV>(a, b);
+    default: return apply_binary<BinaryOp::SWIGLU>(a, b);
+  }
+}
+
+__device__ __forceinline__ float chain_unary(const ChainStep& s, float x) {
+  switch (s.op) {
+    case Op::SCALE: return apply_unary<UnaryOp::SCALE>(x, s.scale, s.bias);
+    case Op::SILU: return apply_unary<UnaryOp::SILU>(x, 0.0f, 0.0f);
+    case Op::SIGMOID: return apply_unary<UnaryOp::SIGMOID>(x, 0.0f, 0.0f);
+    case Op::SOFTPLUS: return apply_unary<UnaryOp::SOFTPLUS>(x, 0.0f, 0.0f);
+    default: return apply_unary<UnaryOp::EXP>(x, 0.0f, 0.0f);
+  }
+}
+
+__device__ __forceinline__ bool is_binary_op(Op op) {
+  return op == Op::ADD || op == Op::SUB || op == Op::MUL || op == Op::DIV || op == Op::SWIGLU;
+}
+
+__global__ void chain_kernel(Chain c, int64_t rows) {
+  const TensorArg& shape = c.step[0].out;
+  for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
+    int64_t i1, i2, i3;
+    unravel_row(shape.ne, r, i1, i2, i3);
+    const char* ri = row_ptr(c.in, i1, i2, i3);
+    for (int64_t i0 = first_col(); i0 < shape.ne[0]; i0 += col_stride()) {
+      float v = load_plain(c.in.type, ri + i0 * c.in.nb[0]);
+#pragma unroll
+      for (int k = 0; k < kMaxChain; ++k) {
+        if (k >= c.n) break;
+        const ChainStep& s = c.step[k];
+        if (is_binary_op(s.op)) {
+          const TensorArg& o = s.other;
+          const char* p = row_ptr(o, i1 % o.ne[1], i2 % o.ne[2], i3 % o.ne[3]) + (i0 % o.ne[0]) * o.nb[0];
+          const float w = load_plain(o.type, p);
+          v = s.other_first ? chain_binary(s.op, w, v) : chain_binary(s.op, v, w);
+        } else {
+          v = chain_unary(s, v);
+        }
+        char* q = row_ptr(s.out, i1, i2, i3) + i0 * s.out.nb[0];
+        store_plain(s.out.type, q, v);
+        v = round_to(s.out.type, v);  // what the next kernel would read back
+      }
+    }
+  }
+}
+
+bool chainable(const Tensor& n) {
+  switch (n.op) {
+    case Op::ADD:
+    case Op::SUB:
+    case Op::MUL:
+    case Op::DIV:
+    case Op::SWIGLU:
+    case Op::SCALE:
+    case Op::SILU:
+    case Op::SIGMOID:
+    case Op::SOFTPLUS:
+    case Op::EXP: return supports_elementwise(n) && same_shape(*n.src[0], n);
+    default: return false;
+  }
+}
+
+// Step for node n whose chain value is `prev` (nullptr for the first node: its src[0]).
+bool make_step(const Tensor& n, const Tensor* prev, ChainStep& st) {
+  st.op = n.op;
+  st.out = arg(n);
+  if (n.op == Op::SCALE) st.scale = n.p<ScaleParams>().scale, st.bias = n.p<ScaleParams>().bias;
+  const bool binary = n.op == Op::ADD || n.op == Op::SUB || n.op == Op::MUL || n.op == Op::DIV || n.op == Op::SWIGLU;
+  if (!binary) return prev == nullptr || n.src[0] == prev;
+  const bool first = prev == nullptr || n.src[0] == prev;
+  if (prev && (n.src[0] == prev) == (n.src[1] == prev)) return false;  // reads prev twice, or not at all
+  if (!first && !same_shape(*n.src[0], *prev)) return false;           // the other operand must not broadcast
+  st.other = arg(first ? *n.src[1] : *n.src[0]);
+  st.other_first = !first;
+  return true;
+}
+
 }  // namespace
+
+int elementwise_chain(const Ctx& ctx, std::span<Tensor* const> nodes) {
+  if (nodes.size() < 2 || !chainable(*nodes[0])) return 0;
+  Chain c;
+  c.in = arg(*nodes[0]->src[0]);
+  if (!make_step(*nodes[0], nullptr, c.step[0])) return 0;
+  c.n = 1;
+  while (c.n < kMaxChain && static_cast<size_t>(c.n) < nodes.size()) {
+    const Tensor& n = *nodes[static_cast<size_t>(c.n)];
+    if (!chainable(n) || !same_shape(n, *nodes[0]) || !make_step(n, nodes[static_cast<size_t>(c.n) - 1], c.step[c.n])) break;
+    ++c.n;
+  }
+  if (c.n < 2) return 0;
+  const RowLaunch l = elem_launch(nodes[0]->ne[0], nrows(*nodes[0]));
+  if (!l.empty()) chain_kernel<<<l.grid, l.block, 0, ctx.stream>>>(c, l.rows);
+  return c.n;
+}
 
 // ---- entries -----------------------------------------------------------------
 

@@ -7,6 +7,8 @@
 // supports() asks it, so the scheduler can fall back to the CPU for the rest.
 #pragma once
 
+#include <span>
+
 #include "../common.cuh"
 
 namespace gl::cuda {
@@ -18,6 +20,9 @@ void norm(const Ctx& ctx, Tensor& dst);          // RMS_NORM, L2_NORM
 // A norm and the MUL by a broadcast weight that follows it, as one kernel writing both results;
 // false (nothing launched) when the pair does not have that shape.
 bool norm_mul(const Ctx& ctx, Tensor& norm, Tensor& mul);
+// The longest run (2..4) of elementwise nodes at the front of nodes, each reading the previous
+// one, as one kernel writing every node's result; 0 (nothing launched) when there is none.
+int elementwise_chain(const Ctx& ctx, std::span<Tensor* const> nodes);
 void softmax(const Ctx& ctx, Tensor& dst);       // SOFTMAX
 void rope(const Ctx& ctx, Tensor& dst);          // ROPE
 void get_rows(const Ctx& ctx, Tensor& dst);      // GET_ROWS

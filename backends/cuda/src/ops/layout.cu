@@ -178,6 +178,19 @@ bool plain_layout_ok(const Tensor& from, const Tensor& to) {
   return dense_q8_rows(from) && dense_q8_rows(to) && (from.type != DType::Q8_0 || from.ne[0] == to.ne[0]);
 }
 
+// A dense copy within one dtype (GDN states and conv windows back into their caches every step)
+// is a plain device memcpy, which runs at copy bandwidth and is captured into graphs like a kernel.
+bool copy_bytes(const Ctx& ctx, const Tensor& from, const Tensor& to) {
+  if (from.type != to.type || !is_contiguous(from) || !is_contiguous(to)) return false;
+  const size_t n = nbytes(from);
+  const char* f = static_cast<const char*>(from.data);
+  char* t = static_cast<char*>(to.data);
+  if (f == t) return true;
+  if (f < t + n && t < f + n) return false;  // overlapping ranges: the kernel reads before it writes
+  GL_CUDA_CHECK(cudaMemcpyAsync(t, f, n, cudaMemcpyDeviceToDevice, ctx.stream));
+  return true;
+}
+
 }  // namespace
 
 // ---- entries -----------------------------------------------------------------
@@ -232,6 +245,7 @@ void copy(const Ctx& ctx, Tensor& dst) {
   const Tensor& to = dst.op == Op::CONT ? dst : *dst.src[1];
   GL_ASSERT(nelements(from) == nelements(to), "cuda copy: element counts differ");
   GL_ASSERT(plain_layout_ok(from, to), "cuda copy: strided Q8_0 rows, or a Q8_0 source changing row length");
+  if (copy_bytes(ctx, from, to)) return;
   if (to.type == DType::Q8_0) {
     const RowLaunch l = row_launch(to.ne[0] / kQ8_0Block, nrows(to));
     if (l.empty()) return;

@@ -15,7 +15,6 @@
 // t+2T, ... element by element into its own accumulator, lane 0's xor tree and warps 0..W-1 follow.
 // M, R, the group's row count and whether loads are vectorised (alignment) change which registers
 // hold what, never the sequence of float operations of one output.
-#include <cstdlib>
 #include <initializer_list>
 
 #include "mm_utils.cuh"
@@ -26,8 +25,9 @@ namespace {
 // 128 threads (256 measured slower on the H200: 37.5 vs 31.9 us for BF16 4096 x 12288).
 constexpr int kMaxThreads = 128;
 // Weight rows per block: each activation load feeds this many rows. Measured on the H200 in whole
-// 9B BF16 decode steps (bench tg128): 8 rows 136.9 tok/s, 4 rows 129.6; in a standalone GEMV 4 beat
-// 2 by ~20% and tied 8. A design staging x in shared memory per K tile was slower.
+// 9B BF16 decode steps (bench tg128): 8 rows 136.9 tok/s vs 4 rows 129.6 with F32 weight chunks,
+// 141.2 vs 142.6 with raw 16-bit chunks; in a standalone GEMV 4 beat 2 by ~20% and tied 8. A
+// design staging x in shared memory per K tile was slower.
 constexpr int kRowsPerBlock = 8;
 constexpr int64_t kMaxGridY = 65535;
 
@@ -81,12 +81,13 @@ struct WChunk<DType::F32> {
   __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) { return dot_plain<E>(w.v, x, acc); }
 };
 
-// F16 and BF16: 8 elements per 16 bytes.
+// F16 and BF16: 8 elements per 16 bytes, kept as raw 16-bit words until the dot (half the registers
+// of floats, so two chunks per row can be in flight).
 template <DType WT>
 struct WChunk16 {
   static constexpr int E = 8;
   struct Chunk {
-    float v[E];
+    uint32_t w[4];  // element 2i in the low half of w[i], 2i+1 in the high half
   };
   __device__ static float bits(uint16_t h) {
     if constexpr (WT == DType::F16) {
@@ -98,17 +99,26 @@ struct WChunk16 {
   __device__ static void load(const char* row, int64_t c, const WDesc& w, Chunk& out) {
     if (w.vec) {
       const uint4 u = __ldg(reinterpret_cast<const uint4*>(row) + c);
-      const uint32_t words[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        out.v[2 * i] = bits(static_cast<uint16_t>(words[i] & 0xffffu));
-        out.v[2 * i + 1] = bits(static_cast<uint16_t>(words[i] >> 16));
-      }
-    } else {
-      load_plain<E>(WT, row, c, w, out.v);
+      out.w[0] = u.x, out.w[1] = u.y, out.w[2] = u.z, out.w[3] = u.w;
+      return;
     }
+    uint16_t h[E];  // past the row end: 0, which is +0 in both formats
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int64_t i = c * E + e;
+      h[e] = i < w.k ? __ldg(reinterpret_cast<const uint16_t*>(row + i * w.nb0)) : uint16_t{0};
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out.w[i] = uint32_t{h[2 * i]} | (uint32_t{h[2 * i + 1]} << 16);
   }
-  __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) { return dot_plain<E>(w.v, x, acc); }
+  __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      acc = fmaf(bits(static_cast<uint16_t>(w.w[i] & 0xffffu)), x[2 * i], acc);
+      acc = fmaf(bits(static_cast<uint16_t>(w.w[i] >> 16)), x[2 * i + 1], acc);
+    }
+    return acc;
+  }
 };
 
 template <>
@@ -286,6 +296,7 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Row
 #pragma unroll
       for (int i = 0; i < M; ++i) acc[r][i] = 0.0f;
 
+#pragma unroll 2
     for (int64_t c = tid; c < n_chunks; c += blockDim.x) {
       typename C::Chunk wc[R];
 #pragma unroll
@@ -334,22 +345,11 @@ void launch_rows(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& row
 
 // Narrow products (the 32-row GDN gate projections) get one weight row per block, so that more
 // than a handful of SMs stream them.
-// GL_CUDA_GEMV_ROWS=4|8 overrides kRowsPerBlock (A/B timing).
-int rows_per_block() {
-  static const int r = [] {
-    const char* e = std::getenv("GL_CUDA_GEMV_ROWS");
-    const int v = e ? std::atoi(e) : kRowsPerBlock;
-    return v == 4 || v == 8 ? v : kRowsPerBlock;
-  }();
-  return r;
-}
-
 template <DType WT, int M, class Rows>
 void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows) {
   constexpr int64_t kFewBlocks = 264;  // 2 per SM on the H200
-  if (ceil_div<int64_t>(w.n, 4) * rows.count() < kFewBlocks) return launch_rows<WT, M, 1>(ctx, w, x, rows);
-  if (rows_per_block() == 8) return launch_rows<WT, M, 8>(ctx, w, x, rows);
-  launch_rows<WT, M, 4>(ctx, w, x, rows);
+  if (ceil_div<int64_t>(w.n, kRowsPerBlock) * rows.count() < kFewBlocks) return launch_rows<WT, M, 1>(ctx, w, x, rows);
+  launch_rows<WT, M, kRowsPerBlock>(ctx, w, x, rows);
 }
 
 template <int M, class Rows>
