@@ -289,6 +289,12 @@ bool Executor::is_bound(const Graph& g, const Plan& plan) {
 }
 
 Status Executor::compute(const Graph& g) {
+  GL_TRY(compute_queued(g));
+  for (Backend* b : sched_.backends()) b->synchronize();
+  return {};
+}
+
+Status Executor::compute_queued(const Graph& g) {
   const SchedulePlan& sp = sched_.schedule(g);
   auto it = plans_.find(plan_key(sp));
   if (it == plans_.end() || !is_bound(g, it->second)) {
@@ -296,7 +302,6 @@ Status Executor::compute(const Graph& g) {
   }
   n_copies_ = 0;
   for (const Split& s : sp.splits) GL_TRY(run_split(s, it->second.arenas[static_cast<size_t>(s.backend_id)]));
-  for (Backend* b : sched_.backends()) b->synchronize();
   return {};
 }
 

@@ -128,7 +128,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     DeviceScope on(ctx_.device);
     GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
-    if (prof_.enabled()) {
+    if (prof_.enabled() || prof_.timing()) {
       prof_.collect();
       std::fputs(prof_.report().c_str(), stderr);
     }
@@ -197,6 +197,7 @@ class CudaBackend final : public Backend {
       if (node->op != Op::NONE && !is_view_op(node->op) && !node->data)
         return Error("cuda: " + describe(*node) + " has no memory");
     if (prof_.enabled()) return launch_all(nodes);  // per-node events: no capture
+    prof_.step_begin(ctx_.stream);
     return graphs_.run(nodes, ctx_.stream, [&] { return launch_all(nodes); });
   }
 
@@ -238,9 +239,11 @@ class CudaBackend final : public Backend {
 
   // The stream is idle afterwards, so every staging slot is free again.
   void sync() {
+    prof_.step_end(ctx_.stream);
     GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
     staging_.reset();
     if (prof_.enabled()) prof_.collect();
+    prof_.collect_step();
   }
 
   void check_owned(const Tensor& t) const {

@@ -34,9 +34,41 @@ std::string key_of(const Tensor& n) {
 Profiler::Profiler() {
   const char* env = std::getenv("GL_CUDA_PROFILE");
   enabled_ = env && std::strcmp(env, "1") == 0;
+  const char* t = std::getenv("GL_CUDA_TIMING");
+  timing_ = t && std::strcmp(t, "1") == 0;
+  if (timing_)
+    for (cudaEvent_t& e : step_ev_) GL_CUDA_CHECK(cudaEventCreate(&e));
+}
+
+void Profiler::step_begin(cudaStream_t s) {
+  if (!timing_ || step_open_) return;
+  if (have_last_sync_)
+    host_gap_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - last_sync_).count();
+  GL_CUDA_CHECK(cudaEventRecord(step_ev_[0], s));
+  step_open_ = true;
+}
+
+void Profiler::step_end(cudaStream_t s) {
+  if (!timing_ || !step_open_) return;
+  GL_CUDA_CHECK(cudaEventRecord(step_ev_[1], s));
+  step_ended_ = true;
+}
+
+void Profiler::collect_step() {
+  if (!timing_) return;
+  last_sync_ = Clock::now();
+  have_last_sync_ = true;
+  if (!step_ended_) return;
+  float ms = 0;
+  GL_CUDA_CHECK(cudaEventElapsedTime(&ms, step_ev_[0], step_ev_[1]));
+  device_ms_ += ms;
+  ++n_steps_;
+  step_open_ = step_ended_ = false;
 }
 
 Profiler::~Profiler() {
+  for (cudaEvent_t e : step_ev_)
+    if (e) (void)cudaEventDestroy(e);
   for (auto& [a, b] : events_) {
     (void)cudaEventDestroy(a);
     (void)cudaEventDestroy(b);
@@ -73,6 +105,11 @@ void Profiler::collect() {
 }
 
 std::string Profiler::report() const {
+  if (timing_ && n_steps_ > 0) {
+    const double n = static_cast<double>(n_steps_);
+    return format("cuda timing: %lld steps, %.3f ms device per step, %.3f ms host between steps\n",
+                  static_cast<long long>(n_steps_), device_ms_ / n, host_gap_ms_ / n);
+  }
   std::vector<std::pair<std::string, Row>> rows(rows_.begin(), rows_.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
   double total = 0;

@@ -41,6 +41,9 @@ class Executor {
   explicit Executor(std::vector<Backend*> backends);
   Status allocate(const Graph& g);
   Status compute(const Graph& g);               // allocate() first
+  // compute() without waiting for the backends at the end: the work is queued behind what came
+  // before and the caller synchronises (Backend::synchronize) before reading device results.
+  Status compute_queued(const Graph& g);
   void set_input(Tensor& t, const void* src);   // whole tensor, nbytes(t), wherever t lives
   void get_output(const Tensor& t, void* dst);  // whole tensor, nbytes(t), wherever t lives
   // The memory plan of one backend's arena for the last allocated graph.

@@ -18,26 +18,36 @@ StepGraph& Runner::step_for(const StepShape& sh) {
   return it->second;
 }
 
+Status Runner::check_tokens(std::span<const int32_t> tokens, int n_steps) const {
+  const int n_past = cache_.n_past;
+  if (n_past + n_steps > cache_.n_ctx())
+    return Error(fmt::format("eval: {} tokens at position {} exceed the context of {}", n_steps, n_past, cache_.n_ctx()));
+  for (int32_t t : tokens)
+    if (t < 0 || t >= m_.hparams().n_vocab)
+      return Error(fmt::format("eval: token id {} is outside the vocabulary ({})", t, m_.hparams().n_vocab));
+  return {};
+}
+
+StepShape Runner::shape_for(int n_tokens, int n_outputs, const EvalOptions& opt) const {
+  StepShape sh;
+  sh.n_tokens = n_tokens;
+  sh.n_kv = std::min(cache_.n_ctx(), (cache_.n_past + n_tokens + kv_bucket_ - 1) / kv_bucket_ * kv_bucket_);
+  sh.n_outputs = n_outputs;
+  sh.n_states = opt.keep_states ? n_tokens : 1;
+  sh.hidden_all = opt.hidden_all;
+  return sh;
+}
+
 Result<StepGraph*> Runner::run(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,
                                const EvalOptions& opt) {
   const int n = static_cast<int>(tokens.size());
   const int n_past = cache_.n_past;
   if (n == 0 || out_rows.empty()) return Error("eval: no tokens or no output rows");
-  if (n_past + n > cache_.n_ctx())
-    return Error(fmt::format("eval: {} tokens at position {} exceed the context of {}", n, n_past, cache_.n_ctx()));
+  GL_TRY(check_tokens(tokens, n));
   for (int32_t r : out_rows)
     if (r < 0 || r >= n) return Error(fmt::format("eval: output row {} is outside the {} tokens", r, n));
-  for (int32_t t : tokens)
-    if (t < 0 || t >= m_.hparams().n_vocab)
-      return Error(fmt::format("eval: token id {} is outside the vocabulary ({})", t, m_.hparams().n_vocab));
 
-  StepShape sh;
-  sh.n_tokens = n;
-  sh.n_kv = std::min(cache_.n_ctx(), (n_past + n + kv_bucket_ - 1) / kv_bucket_ * kv_bucket_);
-  sh.n_outputs = static_cast<int>(out_rows.size());
-  sh.n_states = opt.keep_states ? n : 1;
-  sh.hidden_all = opt.hidden_all;
-  StepGraph& g = step_for(sh);
+  StepGraph& g = step_for(shape_for(n, static_cast<int>(out_rows.size()), opt));
   GL_TRY(ex_.allocate(g.graph));
   fill_step_inputs(g, ex_, tokens.data(), n_past, out_rows.data());
   GL_TRY(ex_.compute(g.graph));
@@ -45,6 +55,34 @@ Result<StepGraph*> Runner::run(std::span<const int32_t> tokens, std::span<const 
   last_start_ = n_past;
   cache_.n_past = n_past + n;
   return &g;
+}
+
+Result<std::vector<int32_t>> Runner::decode_greedy(int32_t token, int n) {
+  if (n < 1) return Error("decode_greedy: no steps");
+  GL_TRY(check_tokens(std::span(&token, 1), n));
+  // Each step's pick goes to ids[i] on the device (the arena slot of a step's argmax may be
+  // re-planned when the KV bucket changes), and from there into the next step's token input.
+  Context c;
+  Tensor* ids = c.new_tensor(DType::I32, {n}, "greedy_ids");
+  std::unique_ptr<Buffer> buf = backend_.alloc_buffer(nbytes(*ids), BufferUsage::COMPUTE);
+  if (!buf) return Error(fmt::format("decode_greedy: {} could not allocate {} bytes", backend_.name(), nbytes(*ids)));
+  buf->bind(*ids, 0);
+  const int32_t row0 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int n_past = cache_.n_past;
+    StepGraph& g = step_for(shape_for(1, 1, {}));
+    GL_TRY(ex_.allocate(g.graph));
+    fill_step_inputs(g, ex_, &token, n_past, &row0);  // token: the first step's; later ones are replaced
+    if (i > 0) backend_.copy_tensor(*ids, static_cast<size_t>(i - 1) * sizeof(int32_t), *g.in.tokens, 0, sizeof(int32_t));
+    GL_TRY(ex_.compute_queued(g.graph));
+    backend_.copy_tensor(*g.argmax, 0, *ids, static_cast<size_t>(i) * sizeof(int32_t), sizeof(int32_t));
+    last_ = &g;
+    last_start_ = n_past;
+    cache_.n_past = n_past + 1;
+  }
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  backend_.get_tensor(*ids, out.data(), 0, nbytes(*ids));  // waits for every step
+  return out;
 }
 
 Result<std::vector<float>> Runner::eval(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,

@@ -11,6 +11,10 @@ namespace gl::qwen35 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Greedy plain decoding runs this many steps per call, chained on the device; at most
+// kGreedyChain - 1 of them run ahead of what next() has returned.
+constexpr int kGreedyChain = 4;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::span<const float> row(const std::vector<float>& logits, int64_t n_vocab, int i) {
@@ -161,6 +165,16 @@ Result<int32_t> Session::next() {
 
 Status Session::plain_step() {
   if (runner_.cache().n_past + 1 > cfg_.n_ctx) return Error(fmt::format("context of {} tokens is full", cfg_.n_ctx));
+  if (greedy()) {  // a few steps chained on the device (no host round trip between them)
+    const int n = std::min(kGreedyChain, cfg_.n_ctx - runner_.cache().n_past);
+    auto ids = runner_.decode_greedy(tokens_.back(), n);
+    if (!ids) return Error(ids.error());
+    for (int32_t t : *ids) {
+      tokens_.push_back(t);
+      pending_.push_back(t);
+    }
+    return {};
+  }
   auto t = step_token(std::span(tokens_).last(1), 0, {});
   if (!t) return Error(t.error());
   tokens_.push_back(*t);

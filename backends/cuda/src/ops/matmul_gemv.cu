@@ -344,7 +344,7 @@ void launch_rows(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& row
 }
 
 // Narrow products (the 32-row GDN gate projections) get one weight row per block, so that more
-// than a handful of SMs stream them.
+// than a handful of SMs stream them. (Four rows for N <= 4096 was measured too: no change.)
 template <DType WT, int M, class Rows>
 void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows) {
   constexpr int64_t kFewBlocks = 264;  // 2 per SM on the H200

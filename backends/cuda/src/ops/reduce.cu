@@ -14,6 +14,7 @@
 #include "cuda_utils.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
+#include "mm_utils.cuh"
 
 namespace gl::cuda {
 namespace {
@@ -44,6 +45,36 @@ __global__ void argmax_kernel(TensorArg a, TensorArg d, int64_t rows) {
     best = group_reduce(best, RankOp{}, scratch);
     if (live && threadIdx.x == 0) *index_out(d, i1, i2, i3) = best.i == kNoIndex ? 0 : best.i;
   }
+}
+
+// Long rows (a vocabulary of logits): segments of one row in parallel, each block's best to
+// scratch, then argmax_merge_kernel picks the best of a row's segments. The order is total, so the
+// index equals the one-block scan's.
+__global__ void argmax_segments_kernel(TensorArg a, Ranked* part, int64_t seg) {
+  __shared__ Ranked scratch[32];
+  const int64_t r = blockIdx.y, s = blockIdx.x;
+  int64_t i1, i2, i3;
+  unravel_row(a.ne, r, i1, i2, i3);
+  const char* ra = row_ptr(a, i1, i2, i3);
+  const int64_t end = s * seg + seg < a.ne[0] ? s * seg + seg : a.ne[0];
+  Ranked best{-INFINITY, kNoIndex};
+  for (int64_t i0 = s * seg + threadIdx.x; i0 < end; i0 += blockDim.x) {
+    const float v = load_plain(a.type, ra + i0 * a.nb[0]);
+    if (v > best.v) best = {v, static_cast<int32_t>(i0)};
+  }
+  best = group_reduce(best, RankOp{}, scratch);
+  if (threadIdx.x == 0) part[r * gridDim.x + s] = best;
+}
+
+__global__ void argmax_merge_kernel(const Ranked* part, int n_seg, TensorArg a, TensorArg d) {
+  __shared__ Ranked scratch[32];
+  const int64_t r = blockIdx.x;
+  Ranked best{-INFINITY, kNoIndex};
+  for (int s = static_cast<int>(threadIdx.x); s < n_seg; s += blockDim.x) best = RankOp{}(best, part[r * n_seg + s]);
+  best = group_reduce(best, RankOp{}, scratch);
+  int64_t i1, i2, i3;
+  unravel_row(a.ne, r, i1, i2, i3);
+  if (threadIdx.x == 0) *index_out(d, i1, i2, i3) = best.i == kNoIndex ? 0 : best.i;
 }
 
 // Indices of the k largest values of each row, largest first, lower index first on ties.
@@ -97,7 +128,18 @@ void argmax(const Ctx& ctx, Tensor& dst) {
   const Tensor& a = *dst.src[0];
   GL_ASSERT(dst.ne[0] == a.ne[1] && dst.ne[1] == a.ne[2] && dst.ne[2] == a.ne[3],
             "cuda argmax: dst must be [ne1, ne2, ne3]");
-  const RowLaunch l = row_launch(a.ne[0], nrows(a), 1024);
+  constexpr int64_t kSegment = 4096;  // a 248k vocabulary row: 61 blocks instead of one
+  const int64_t rows = nrows(a);
+  if (a.ne[0] >= 4 * kSegment && rows <= 64) {
+    const int64_t n_seg = (a.ne[0] + kSegment - 1) / kSegment;
+    mm::Scratch part(ctx.stream, static_cast<size_t>(rows * n_seg) * sizeof(Ranked));
+    argmax_segments_kernel<<<dim3(static_cast<unsigned>(n_seg), static_cast<unsigned>(rows)), 256, 0, ctx.stream>>>(
+        arg(a), part.as<Ranked>(), kSegment);
+    argmax_merge_kernel<<<static_cast<unsigned>(rows), 64, 0, ctx.stream>>>(part.as<Ranked>(), static_cast<int>(n_seg),
+                                                                            arg(a), arg(dst));
+    return;
+  }
+  const RowLaunch l = row_launch(a.ne[0], rows, 1024);
   if (l.empty()) return;
   argmax_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(dst), l.rows);
 }

@@ -37,6 +37,10 @@ class Runner {
   // decoding reads n_outputs ints instead of n_outputs x n_vocab floats.
   Result<std::vector<int32_t>> eval_argmax(std::span<const int32_t> tokens, std::span<const int32_t> out_rows,
                                            const EvalOptions& opt = {});
+  // n greedy decode steps from `token` (not yet in the cache), chained on the device: each
+  // step's argmax is copied into the next step's token input without a host round trip, so the
+  // host queues step i+1 while step i runs. Returns the n tokens, in order.
+  Result<std::vector<int32_t>> decode_greedy(int32_t token, int n);
   // After an eval with keep_states: keep only the first n_keep tokens of that step (KV is
   // truncated, GDN state and conv window restored from the snapshot of row n_keep - 1).
   Status rollback(int n_keep);
@@ -53,6 +57,8 @@ class Runner {
  private:
   StepGraph& step_for(const StepShape& shape);
   Result<StepGraph*> run(std::span<const int32_t> tokens, std::span<const int32_t> out_rows, const EvalOptions& opt);
+  Status check_tokens(std::span<const int32_t> tokens, int n_steps) const;
+  StepShape shape_for(int n_tokens, int n_outputs, const EvalOptions& opt) const;
   const Model& m_;
   Backend& backend_;
   Cache cache_;
