@@ -28,6 +28,39 @@ namespace gl::cuda {
       ::gl::cuda::fail(__FILE__, __LINE__, #call, cublasGetStatusString(gl_st_));             \
   } while (0)
 
+// Programmatic dependent launch (sm_90).
+// A kernel calls pdl_trigger() first so that a following kernel launched with programmatic stream
+// serialization (the GEMVs, see matmul_gemv.cu) may start early; that kernel touches nothing an
+// earlier kernel writes before pdl_wait(), which returns once every earlier grid has completed and
+// its writes are visible. In a kernel launched normally both are no-ops. Measured on the H200, 9B
+// BF16 decode: GEMVs as dependents 153.7 tok/s vs 150.7 without; every kernel as a dependent 151.6.
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+// Whether kernels are launched as programmatic dependents (GL_CUDA_PDL=0 turns it off).
+bool pdl_enabled();
+
+// kernel<<<grid, block, 0, stream>>>(args...), as a programmatic dependent when enabled: the
+// kernel must call pdl_wait() before touching memory an earlier kernel writes (every kernel
+// launched through here starts with pdl_trigger(); pdl_wait();).
+template <class... KArgs, class... Args>
+void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+  if (!pdl_enabled()) {
+    kernel<<<grid, block, 0, stream>>>(args...);
+    return;
+  }
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  GL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
 // What a kernel entry needs: the stream to launch on and the cuBLAS handle bound to it.
 struct Ctx {
   cudaStream_t stream = nullptr;

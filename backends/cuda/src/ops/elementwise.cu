@@ -40,6 +40,7 @@ __device__ __forceinline__ float apply_unary(float x, float scale, float bias) {
 // d = op(a, b) with b broadcast over a by modulo on every dim (b index = a index % b.ne).
 template <BinaryOp op>
 __global__ void binary_kernel(TensorArg a, TensorArg b, TensorArg d, int64_t rows) {
+  pdl_trigger();  // a following GEMV may become resident while this kernel runs
   const int64_t n = d.ne[0];
   const int64_t nb0 = b.ne[0];
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
@@ -59,6 +60,7 @@ __global__ void binary_kernel(TensorArg a, TensorArg b, TensorArg d, int64_t row
 
 template <UnaryOp op>
 __global__ void unary_kernel(TensorArg a, TensorArg d, int64_t rows, float scale, float bias) {
+  pdl_trigger();  // a following GEMV may become resident while this kernel runs
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
     int64_t i1, i2, i3;
     unravel_row(d.ne, r, i1, i2, i3);
@@ -135,6 +137,7 @@ __device__ __forceinline__ bool is_binary_op(Op op) {
 }
 
 __global__ void chain_kernel(Chain c, int64_t rows) {
+  pdl_trigger();  // a following GEMV may become resident while this kernel runs
   const TensorArg& shape = c.step[0].out;
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
     int64_t i1, i2, i3;

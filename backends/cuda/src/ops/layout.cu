@@ -88,6 +88,7 @@ __global__ void set_rows_kernel(TensorArg dst, TensorArg src, TensorArg ids, int
 
 // a and b joined along dim (a_len = a.ne[dim]); all three share one plain dtype.
 __global__ void concat_kernel(TensorArg a, TensorArg b, TensorArg d, int64_t rows, int dim, int64_t a_len) {
+  pdl_trigger();  // a following GEMV may become resident while this kernel runs
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
     int64_t i1, i2, i3;
     unravel_row(d.ne, r, i1, i2, i3);
@@ -124,6 +125,7 @@ __device__ __forceinline__ const char* flat_elem(const TensorArg& t, int64_t f) 
 
 // to[f] = from[f] in flat order, into a plain destination. A Q8_0 source keeps its row length.
 __global__ void copy_kernel(TensorArg from, TensorArg to, int64_t rows) {
+  pdl_trigger();  // a following GEMV may become resident while this kernel runs
   const int64_t n = to.ne[0];
   const bool same_rows = from.ne[0] == n;
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {

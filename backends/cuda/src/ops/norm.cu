@@ -28,6 +28,7 @@ constexpr int kCached = 8;
 // m = y * w, w broadcast over y by modulo on every dim.
 template <bool kMul>
 __global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, TensorArg w, TensorArg m) {
+  pdl_trigger();  // a following GEMV may become resident while this kernel runs
   __shared__ double scratch[32];
   const int64_t ne0 = x.ne[0];
   const int64_t step = blockDim.x;
