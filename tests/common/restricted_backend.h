@@ -7,6 +7,7 @@
 // to be a device backend (is_host() false) and a different alignment, and it counts transfers.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <random>
@@ -30,7 +31,10 @@ class RestrictedBackend final : public Backend {
   std::string_view name() const override { return name_; }
   bool is_host() const override { return host_; }
   size_t alignment() const override { return alignment_; }
+  // Allocations above bytes fail (return nullptr), as on a device that is out of memory.
+  void limit_allocations(size_t bytes) { max_alloc_ = bytes; }
   std::unique_ptr<Buffer> alloc_buffer(size_t bytes, BufferUsage usage) override {
+    if (bytes > max_alloc_) return nullptr;
     std::unique_ptr<Buffer> b = inner_->alloc_buffer(bytes, usage);
     return b ? std::make_unique<Owned>(*this, std::move(b)) : nullptr;
   }
@@ -79,6 +83,7 @@ class RestrictedBackend final : public Backend {
   std::set<Op> unsupported_;
   bool host_;
   size_t alignment_;
+  size_t max_alloc_ = SIZE_MAX;
   std::string name_;
 };
 

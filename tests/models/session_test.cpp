@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/restricted_backend.h"
 #include "fixture.h"
 #include "ggml-lite/cpu.h"
 #include "ggml-lite/models/session.h"
@@ -30,6 +31,21 @@ std::vector<int32_t> generate(const qwen35::Model& m, Backend& be, const qwen35:
 }
 
 using SessionTest = FixtureModelTest;
+
+// A cache too large for the device is a clear error from Session::create and Runner::eval, not a
+// crash (the backend's alloc_buffer returns nullptr, as CUDA's does when out of memory).
+TEST_P(SessionTest, OutOfMemoryForTheCacheIsAnError) {
+  RestrictedBackend small(cpu::make_backend({.n_threads = 2}), {});
+  small.limit_allocations(size_t{1} << 20);
+  auto s = qwen35::Session::create(*model_, small, {.n_ctx = 1 << 16, .mtp_k = 0});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("KV/state cache: out of memory on restricted-cpu"), std::string::npos) << s.error();
+  qwen35::Runner r(*model_, small, 1 << 16);
+  const std::vector<int32_t> tok{1};
+  auto l = r.eval(tok, std::vector<int32_t>{0});
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.error().find("out of memory"), std::string::npos) << l.error();
+}
 
 // MTP on emits exactly the tokens of plain greedy decoding, for K = 1..4, with a prompt longer
 // than the prefill chunk (29 tokens in chunks of 8).

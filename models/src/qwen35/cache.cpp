@@ -24,6 +24,7 @@ Cache::Cache(const Model& m, int n_ctx, Backend& backend) : backend_(backend), n
     }
   }
   buf_ = detail::alloc_persistent(ctx_, backend);
+  status_ = detail::persistent_status(buf_.get(), ctx_, backend, "KV/state cache");
 }
 
 void Cache::clear() {

@@ -22,6 +22,7 @@ MtpCache::MtpCache(const Model& m, int n_ctx, int max_rows, Backend& backend)
   h_trunk = ctx_.new_tensor(DType::F32, {hp.n_embd, max_rows}, "mtp_h_trunk");
   h_chain = ctx_.new_tensor(DType::F32, {hp.n_embd, 1}, "mtp_h_chain");
   buf_ = detail::alloc_persistent(ctx_, backend);
+  status_ = detail::persistent_status(buf_.get(), ctx_, backend, "MTP cache");
 }
 
 void MtpCache::clear() { detail::zero_all(ctx_, backend_); }

@@ -19,6 +19,7 @@ StepGraph& Runner::step_for(const StepShape& sh) {
 }
 
 Status Runner::check_tokens(std::span<const int32_t> tokens, int n_steps) const {
+  GL_TRY(cache_.status());
   const int n_past = cache_.n_past;
   if (n_past + n_steps > cache_.n_ctx())
     return Error(fmt::format("eval: {} tokens at position {} exceed the context of {}", n_steps, n_past, cache_.n_ctx()));

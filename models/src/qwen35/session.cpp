@@ -54,7 +54,10 @@ Result<std::unique_ptr<Session>> Session::create(const Model& m, Backend& backen
   if (cfg.n_batch < 1 || cfg.n_ctx < cfg.mtp_k + 2 || cfg.kv_bucket < 1)
     return Error(fmt::format("n_batch {} / n_ctx {} / kv_bucket {} are not usable", cfg.n_batch, cfg.n_ctx,
                              cfg.kv_bucket));
-  return std::unique_ptr<Session>(new Session(m, backend, cfg));
+  std::unique_ptr<Session> s(new Session(m, backend, cfg));
+  GL_TRY(s->runner_.cache().status());
+  if (s->mtp_) GL_TRY(s->mtp_->status());
+  return s;
 }
 
 int Session::kv_span(int n_positions) const {

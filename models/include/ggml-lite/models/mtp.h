@@ -32,6 +32,7 @@ class MtpCache {
   int n_ctx() const { return n_ctx_; }
   int max_rows() const { return max_rows_; }
   void clear();
+  const Status& status() const { return status_; }  // out of memory when allocating
 
  private:
   Backend& backend_;
@@ -39,6 +40,7 @@ class MtpCache {
   std::unique_ptr<Buffer> buf_;
   int n_ctx_;
   int max_rows_;
+  Status status_;
 };
 
 struct MtpShape {

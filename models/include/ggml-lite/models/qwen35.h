@@ -160,6 +160,8 @@ class Cache {
   int n_past = 0;  // committed positions
   void clear();    // zero everything, n_past = 0
   Backend& backend() { return backend_; }
+  // An out-of-memory error when the cache could not be allocated (steps then refuse to run).
+  const Status& status() const { return status_; }
 
   std::vector<Tensor*> k, v;         // per layer (null for GDN layers): [head_dim * n_head_kv, n_ctx]
   std::vector<Tensor*> conv, state;  // per layer (null for attention layers): [conv_dim, Kc-1], [Dv, Dk, Hv]
@@ -169,6 +171,7 @@ class Cache {
   Context ctx_;
   std::unique_ptr<Buffer> buf_;
   int n_ctx_;
+  Status status_;
 };
 
 struct StepShape {
