@@ -76,9 +76,10 @@ Status GraphCache::capture(uint64_t key, cudaStream_t stream, const std::functio
   if (!launched.ok() || ended != cudaSuccess) {
     if (graph) GL_CUDA_CHECK(cudaGraphDestroy(graph));
     (void)cudaGetLastError();  // an invalidated capture leaves its error behind
-    if (!launched.ok()) return launched;
+    // Launches fail inside an invalidated capture too: run the list eagerly, which reports a
+    // genuine launch error again, and do not try to capture it again.
     uncapturable_.insert(key);
-    return launch_all();  // something in the list cannot be captured: run it eagerly
+    return launch_all();
   }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);

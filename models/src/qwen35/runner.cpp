@@ -69,8 +69,12 @@ Result<std::vector<int32_t>> Runner::decode_greedy(int32_t token, int n) {
   if (!buf) return Error(fmt::format("decode_greedy: {} could not allocate {} bytes", backend_.name(), nbytes(*ids)));
   buf->bind(*ids, 0);
   const int32_t row0 = 0;
+  // An error at step i leaves the cache as steps 0..i-1 (already queued) made it, and n_past says
+  // so; their tokens are not returned, so a session that sees the error cannot continue.
+  const int start = cache_.n_past;
   for (int i = 0; i < n; ++i) {
-    const int n_past = cache_.n_past;
+    const int n_past = start + i;
+    cache_.n_past = n_past;  // shape_for() sizes the KV span from it
     StepGraph& g = step_for(shape_for(1, 1, {}));
     GL_TRY(ex_.allocate(g.graph));
     fill_step_inputs(g, ex_, &token, n_past, &row0);  // token: the first step's; later ones are replaced
@@ -79,8 +83,8 @@ Result<std::vector<int32_t>> Runner::decode_greedy(int32_t token, int n) {
     backend_.copy_tensor(*g.argmax, 0, *ids, static_cast<size_t>(i) * sizeof(int32_t), sizeof(int32_t));
     last_ = &g;
     last_start_ = n_past;
-    cache_.n_past = n_past + 1;
   }
+  cache_.n_past = start + n;
   std::vector<int32_t> out(static_cast<size_t>(n));
   backend_.get_tensor(*ids, out.data(), 0, nbytes(*ids));  // waits for every step
   return out;

@@ -85,6 +85,17 @@ inline RowLaunch elem_launch(int64_t ne0, int64_t rows, int max_tx = 256) {
   return l;
 }
 
+// Whether a fused kernel may write `out` while its other threads still read `in`: their bytes do
+// not overlap, or they are the same elements (same pointer, dtype, shape and strides, so each
+// thread reads its element before writing it). The planner only promises this node by node: a
+// tensor that died at an earlier node of a fused group may lie under a later node's output.
+inline bool safe_to_fuse(const Tensor& out, const Tensor& in) {
+  const char* o = static_cast<const char*>(out.data);
+  const char* i = static_cast<const char*>(in.data);
+  if (o + nbytes(out) <= i || i + nbytes(in) <= o) return true;
+  return o == i && out.type == in.type && out.ne == in.ne && out.nb == in.nb;
+}
+
 // ---- indexing ----------------------------------------------------------------
 
 // Row r of a [ne0, ne1, ne2, ne3] walk -> (i1, i2, i3), the CPU's unravel_row.

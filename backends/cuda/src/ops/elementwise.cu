@@ -181,8 +181,9 @@ bool chainable(const Tensor& n) {
   }
 }
 
-// Step for node n whose chain value is `prev` (nullptr for the first node: its src[0]).
-bool make_step(const Tensor& n, const Tensor* prev, ChainStep& st) {
+// Step for node n whose chain value is `prev` (nullptr for the first node: its src[0]); other is
+// set to the binary step's other operand.
+bool make_step(const Tensor& n, const Tensor* prev, ChainStep& st, const Tensor*& other) {
   st.op = n.op;
   st.out = arg(n);
   if (n.op == Op::SCALE) st.scale = n.p<ScaleParams>().scale, st.bias = n.p<ScaleParams>().bias;
@@ -191,8 +192,20 @@ bool make_step(const Tensor& n, const Tensor* prev, ChainStep& st) {
   const bool first = prev == nullptr || n.src[0] == prev;
   if (prev && (n.src[0] == prev) == (n.src[1] == prev)) return false;  // reads prev twice, or not at all
   if (!first && !same_shape(*n.src[0], *prev)) return false;           // the other operand must not broadcast
-  st.other = arg(first ? *n.src[1] : *n.src[0]);
+  other = first ? n.src[1] : n.src[0];
+  st.other = arg(*other);
   st.other_first = !first;
+  return true;
+}
+
+// Node k's output against everything the chain reads before or at it (see safe_to_fuse).
+bool step_safe(std::span<Tensor* const> nodes, int k, std::span<const Tensor* const> others) {
+  const Tensor& out = *nodes[static_cast<size_t>(k)];
+  if (!safe_to_fuse(out, *nodes[0]->src[0])) return false;
+  for (int j = 0; j <= k; ++j)
+    if (others[static_cast<size_t>(j)] && !safe_to_fuse(out, *others[static_cast<size_t>(j)])) return false;
+  for (int j = 0; j < k; ++j)
+    if (!safe_to_fuse(out, *nodes[static_cast<size_t>(j)])) return false;
   return true;
 }
 
@@ -201,12 +214,15 @@ bool make_step(const Tensor& n, const Tensor* prev, ChainStep& st) {
 int elementwise_chain(const Ctx& ctx, std::span<Tensor* const> nodes) {
   if (nodes.size() < 2 || !chainable(*nodes[0])) return 0;
   Chain c;
+  const Tensor* others[kMaxChain] = {};
   c.in = arg(*nodes[0]->src[0]);
-  if (!make_step(*nodes[0], nullptr, c.step[0])) return 0;
+  if (!make_step(*nodes[0], nullptr, c.step[0], others[0])) return 0;
   c.n = 1;
   while (c.n < kMaxChain && static_cast<size_t>(c.n) < nodes.size()) {
     const Tensor& n = *nodes[static_cast<size_t>(c.n)];
-    if (!chainable(n) || !same_shape(n, *nodes[0]) || !make_step(n, nodes[static_cast<size_t>(c.n) - 1], c.step[c.n])) break;
+    if (!chainable(n) || !same_shape(n, *nodes[0])) break;
+    if (!make_step(n, nodes[static_cast<size_t>(c.n) - 1], c.step[c.n], others[c.n])) break;
+    if (!step_safe(nodes, c.n, others)) break;
     ++c.n;
   }
   if (c.n < 2) return 0;

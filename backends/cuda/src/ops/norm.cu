@@ -93,9 +93,12 @@ void norm(const Ctx& ctx, Tensor& dst) {
 }
 
 bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
-  if ((nrm.op != Op::RMS_NORM && nrm.op != Op::L2_NORM) || mul.op != Op::MUL || mul.src[0] != &nrm) return false;
+  if ((nrm.op != Op::RMS_NORM && nrm.op != Op::L2_NORM) || mul.op != Op::MUL || mul.src[0] != &nrm ||
+      mul.src[1] == &nrm)
+    return false;
   const Tensor& w = *mul.src[1];
   if (!same_shape(nrm, mul) || !is_plain_type(w.type) || !is_plain_type(mul.type)) return false;
+  if (!safe_to_fuse(mul, *nrm.src[0]) || !safe_to_fuse(mul, w)) return false;
   for (int d = 0; d < kMaxDims; ++d)
     if (w.ne[d] <= 0 || mul.ne[d] % w.ne[d] != 0) return false;
   const RowLaunch l = row_launch(nrm.ne[0], nrows(nrm), kNormThreads);
