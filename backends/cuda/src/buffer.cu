@@ -32,6 +32,8 @@ void* Pool::alloc(size_t bytes) {
   }
   DeviceScope on(device_);
   void* p = nullptr;
+  // Not GL_CUDA_CHECK: out of memory is an answer here (free the cache, retry, else nullptr for the
+  // caller to report); every other error is checked by GL_CUDA_CHECK(e) below.
   cudaError_t e = cudaMalloc(&p, cls);
   if (e == cudaErrorMemoryAllocation && !cached_.empty()) {
     (void)cudaGetLastError();  // out of memory is not sticky: clear it so no later launch check reports it

@@ -1,4 +1,5 @@
-// common.cu - where the checking macros of common.cuh end when a CUDA or cuBLAS call fails.
+// common.cu - where the checking macros of common.cuh end when a CUDA or cuBLAS call fails, and
+// the environment switches of the backend.
 #include "common.cuh"
 
 #include <cstdlib>
@@ -6,11 +7,13 @@
 
 namespace gl::cuda {
 
+bool env_is(const char* name, const char* value) {
+  const char* e = std::getenv(name);
+  return e && std::strcmp(e, value) == 0;
+}
+
 bool pdl_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("GL_CUDA_PDL");
-    return !(e && std::strcmp(e, "0") == 0);
-  }();
+  static const bool on = !env_is("GL_CUDA_PDL", "0");
   return on;
 }
 

@@ -37,6 +37,8 @@ namespace gl::cuda {
 __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
+// Whether environment variable name is set to exactly value (the GL_CUDA_* diagnostic switches).
+bool env_is(const char* name, const char* value);
 // Whether kernels are launched as programmatic dependents (GL_CUDA_PDL=0 turns it off).
 bool pdl_enabled();
 

@@ -1,7 +1,6 @@
 // cuda_backend.cu - the CUDA backend: device buffers from a caching pool, transfers on the
 // backend's stream, and the op dispatch (one switch over Op, every launch checked per node).
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -27,13 +26,9 @@ constexpr size_t kStagingBytes = size_t{64} << 20;
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 // GL_CUDA_GRAPHS=0 turns capture off (for A/B timing and for debugging a kernel eagerly).
-bool env_off(const char* name) {
-  const char* env = std::getenv(name);
-  return env && std::strcmp(env, "0") == 0;
-}
-bool graphs_enabled(bool requested) { return requested && !env_off("GL_CUDA_GRAPHS"); }
+bool graphs_enabled(bool requested) { return requested && !env_is("GL_CUDA_GRAPHS", "0"); }
 // GL_CUDA_FUSION=0 launches every node on its own (A/B of the fused pairs).
-bool fusion_enabled() { return !env_off("GL_CUDA_FUSION"); }
+bool fusion_enabled() { return !env_is("GL_CUDA_FUSION", "0"); }
 
 // The one dispatch switch: no default, so a new op fails to compile here.
 void launch(const Ctx& ctx, Tensor& node) {

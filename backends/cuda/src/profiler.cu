@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "common.cuh"
 
@@ -32,10 +30,8 @@ std::string key_of(const Tensor& n) {
 }  // namespace
 
 Profiler::Profiler() {
-  const char* env = std::getenv("GL_CUDA_PROFILE");
-  enabled_ = env && std::strcmp(env, "1") == 0;
-  const char* t = std::getenv("GL_CUDA_TIMING");
-  timing_ = t && std::strcmp(t, "1") == 0;
+  enabled_ = env_is("GL_CUDA_PROFILE", "1");
+  timing_ = env_is("GL_CUDA_TIMING", "1");
   if (timing_)
     for (cudaEvent_t& e : step_ev_) GL_CUDA_CHECK(cudaEventCreate(&e));
 }

@@ -132,7 +132,7 @@ __device__ __forceinline__ float chain_unary(const ChainStep& s, float x) {
   }
 }
 
-__device__ __forceinline__ bool is_binary_op(Op op) {
+__host__ __device__ __forceinline__ bool is_binary_op(Op op) {
   return op == Op::ADD || op == Op::SUB || op == Op::MUL || op == Op::DIV || op == Op::SWIGLU;
 }
 
@@ -187,8 +187,7 @@ bool make_step(const Tensor& n, const Tensor* prev, ChainStep& st, const Tensor*
   st.op = n.op;
   st.out = arg(n);
   if (n.op == Op::SCALE) st.scale = n.p<ScaleParams>().scale, st.bias = n.p<ScaleParams>().bias;
-  const bool binary = n.op == Op::ADD || n.op == Op::SUB || n.op == Op::MUL || n.op == Op::DIV || n.op == Op::SWIGLU;
-  if (!binary) return prev == nullptr || n.src[0] == prev;
+  if (!is_binary_op(n.op)) return prev == nullptr || n.src[0] == prev;
   const bool first = prev == nullptr || n.src[0] == prev;
   if (prev && (n.src[0] == prev) == (n.src[1] == prev)) return false;  // reads prev twice, or not at all
   if (!first && !same_shape(*n.src[0], *prev)) return false;           // the other operand must not broadcast
