@@ -155,6 +155,8 @@ RefArray reference_eval(const Tensor& node, std::span<const RefArray> srcs) {
       return ref::mul_mat_id(node, srcs);
     case Op::SOFTMAX:
       return ref::softmax(node, srcs);
+    case Op::FLASH_ATTN:
+      return ref::flash_attn(node, srcs);
     case Op::ROPE:
       return ref::rope(node, srcs);
     case Op::SWIGLU:

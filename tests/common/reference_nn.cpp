@@ -68,6 +68,41 @@ RefArray softmax(const Tensor& node, Srcs s) {
   return out;
 }
 
+// q [Dk, H, T], k [Dk, Hkv, N], v [Dv, Hkv, N], mask [N, T]: for query head h (kv head
+// h / (H / Hkv)) and token t, softmax_j(scale q.k_j + mask[j, t]) over the unmasked keys (causal:
+// j <= t + N - T) weighs the v rows; no unmasked key gives zeros.
+RefArray flash_attn(const Tensor& node, Srcs s) {
+  const SoftmaxParams& p = node.p<SoftmaxParams>();
+  const RefArray &q = s[0], &k = s[1], &v = s[2];
+  const RefArray* mask = s.size() > 3 ? &s[3] : nullptr;
+  const int64_t dk = q.ne[0], n_head = q.ne[1], n_q = q.ne[2], n_kv = k.ne[2], dv = v.ne[0];
+  const int64_t group = n_head / k.ne[1];
+  RefArray out(node.ne);
+  std::vector<double> z(static_cast<size_t>(n_kv));
+  for (int64_t t = 0; t < n_q; ++t)
+    for (int64_t h = 0; h < n_head; ++h) {
+      const int64_t kv = h / group;
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < n_kv; ++j) {
+        double dot = 0.0;
+        for (int64_t i = 0; i < dk; ++i) dot += q.at(i, h, t) * k.at(i, kv, j);
+        double x = dot * static_cast<double>(p.scale) + (mask ? mask->at(j, t) : 0.0);
+        if (p.causal && j > t + n_kv - n_q) x = -std::numeric_limits<double>::infinity();
+        z[static_cast<size_t>(j)] = x;
+        mx = std::max(mx, x);
+      }
+      if (!std::isfinite(mx)) continue;  // every key masked: zeros
+      double sum = 0.0;
+      for (double& x : z) sum += (x = std::exp(x - mx));
+      for (int64_t i = 0; i < dv; ++i) {
+        double o = 0.0;
+        for (int64_t j = 0; j < n_kv; ++j) o += z[static_cast<size_t>(j)] * v.at(i, kv, j);
+        out.at(i, h, t) = o / sum;
+      }
+    }
+  return out;
+}
+
 // x [D, H, T], pos [T]: pair p of the first n_dims rotates by
 // theta = pos * freq_scale * base^(-2p / n_dims); NORMAL pairs (2p, 2p+1),
 // NEOX pairs (p, p + n_dims/2); dims from n_dims on pass through.

@@ -34,6 +34,7 @@ RefArray cpy(const Tensor& node, Srcs s);
 RefArray mul_mat(const Tensor& node, Srcs s);
 RefArray mul_mat_id(const Tensor& node, Srcs s);
 RefArray softmax(const Tensor& node, Srcs s);
+RefArray flash_attn(const Tensor& node, Srcs s);
 RefArray rope(const Tensor& node, Srcs s);
 RefArray ssm_conv(const Tensor& node, Srcs s);
 RefArray gated_delta_rule(const Tensor& node, Srcs s);

@@ -1,5 +1,7 @@
-// cases_attention.cpp - SOFTMAX (scale, mask, causal with n_kv > n_q, strided scores) and ROPE (NEOX/NORMAL, partial
-// n_dims).
+// cases_attention.cpp - SOFTMAX (scale, mask, causal with n_kv > n_q, strided scores), FLASH_ATTN and ROPE
+// (NEOX/NORMAL, partial n_dims).
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "ops/cases.h"
@@ -47,6 +49,48 @@ void add_softmax(std::vector<OpCase>& out) {
   });
 }
 
+// FLASH_ATTN: a dot product of Dk <= 256 terms, exponentials and sums over <= 2000 keys, all in
+// f32: the f32 sum bound. Shapes: decode and verify rows against a span cut into many splits, GQA,
+// spans read as views of a KV cache (the model's layout), prefill rows, causal rows with no key
+// (zeros), Dv != Dk and f16 caches.
+struct AttnShape {
+  int64_t dk, dv, heads, kv_heads, tokens, keys;
+};
+
+Tensor* attn_input(In& in, DType t, AttnShape s, bool cache_view, bool k_side) {
+  const int64_t d = k_side ? s.dk : s.dv;
+  if (!cache_view) return in.input(t, {d, s.kv_heads, s.keys});
+  // Rows of a [d Hkv, capacity] cache, the span its first `keys` rows.
+  Tensor* cache = in.input(t, {d * s.kv_heads, s.keys + 7});
+  return view_3d(in.ctx, cache, d, s.kv_heads, s.keys, cache->nb[0] * d, cache->nb[1], 0);
+}
+
+void add_flash_attn(std::vector<OpCase>& out) {
+  auto c = [&](std::string name, AttnShape s, DType kv, bool mask, bool causal, bool cache_view) {
+    out.push_back({.name = "flash_attn_" + name,
+                   .op = Op::FLASH_ATTN,
+                   .build =
+                       [=](In& in) {
+                         Tensor* q = in.input(DType::F32, {s.dk, s.heads, s.tokens});
+                         Tensor* k = attn_input(in, kv, s, cache_view, true);
+                         Tensor* v = attn_input(in, kv, s, cache_view, false);
+                         Tensor* m = mask ? in.input(DType::F32, {s.keys, s.tokens}, Fill::mask(0.25)) : nullptr;
+                         const float scale = 1.0f / std::sqrt(static_cast<float>(s.dk));
+                         return flash_attn(in.ctx, q, k, v, m, scale, causal);
+                       },
+                   .max_nmse = kNmseF32Sum});
+  };
+  c("f32_D64_H4_kv2_T1_N40_mask", {64, 64, 4, 2, 1, 40}, DType::F32, true, false, false);
+  c("f32_D256_H16_kv4_T1_N300_cache_mask", {256, 256, 16, 4, 1, 300}, DType::F32, true, false, true);
+  c("f32_D256_H16_kv4_T4_N300_cache_mask", {256, 256, 16, 4, 4, 300}, DType::F32, true, false, true);
+  c("f32_D256_H8_kv2_T1_N2000_cache", {256, 256, 8, 2, 1, 2000}, DType::F32, false, false, true);
+  c("f32_D128_H4_kv4_T33_N33_causal", {128, 128, 4, 4, 33, 33}, DType::F32, false, true, false);
+  c("f32_D128_H4_kv2_T40_N45_causal_mask", {128, 128, 4, 2, 40, 45}, DType::F32, true, true, true);
+  c("f32_D64_H2_kv1_T7_N5_causal_empty_rows", {64, 64, 2, 1, 7, 5}, DType::F32, false, true, false);
+  c("f32_D64_Dv32_H3_kv1_T2_N70", {64, 32, 3, 1, 2, 70}, DType::F32, false, false, false);
+  c("f16_D128_H4_kv2_T3_N100_mask", {128, 128, 4, 2, 3, 100}, DType::F16, true, false, false);
+}
+
 struct RopeShape {
   int64_t d, n_dims, heads, tokens;
 };
@@ -91,6 +135,7 @@ void add_rope(std::vector<OpCase>& out) {
 std::vector<OpCase> attention_cases() {
   std::vector<OpCase> out;
   add_softmax(out);
+  add_flash_attn(out);
   add_rope(out);
   return out;
 }

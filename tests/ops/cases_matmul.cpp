@@ -75,6 +75,32 @@ void add_mul_mat_f32_only(std::vector<OpCase>& out) {
   }));
 }
 
+// The model's decode patterns that CUDA launches as one GEMV with an epilogue: a product read by a
+// run of elementwise nodes. Each result also reads the product (or an earlier step) again, so the
+// fused kernel's stores of the intermediate nodes are checked too. BF16 weights, as in the model.
+void add_mul_mat_chain_cases(std::vector<OpCase>& out) {
+  const DType wt = DType::BF16;
+  out.push_back(mm(wt, "K256_N32_M1_then_sigmoid", [=](In& in) {
+    Tensor* p = mul_mat(in.ctx, in.input(wt, {256, 32}), in.input(DType::F32, {256, 1}));
+    return add(in.ctx, sigmoid(in.ctx, p), p);
+  }));
+  // GDN decay gate: softplus(p + dt_bias) * A, bias and A broadcast over the rows (verify: M = 4).
+  out.push_back(mm(wt, "K256_N32_M4_then_add_softplus_mul", [=](In& in) {
+    Tensor* p = mul_mat(in.ctx, in.input(wt, {256, 32}), in.input(DType::F32, {256, 4}));
+    Tensor* sp = softplus(in.ctx, add(in.ctx, p, in.input(DType::F32, {32})));
+    return add(in.ctx, mul(in.ctx, sp, in.input(DType::F32, {32})), sp);
+  }));
+  // FFN: swiglu(gate, up) right after the up projection (the chain value is swiglu's second operand).
+  for (const int64_t m : {1, 3}) {
+    out.push_back(mm(wt, fmt::format("K512_N96_M{}_gate_up_then_swiglu", m), [=](In& in) {
+      Tensor* x = in.input(DType::F32, {512, m});
+      Tensor* gate = mul_mat(in.ctx, in.input(wt, {512, 96}), x);
+      Tensor* up = mul_mat(in.ctx, in.input(wt, {512, 96}), x);
+      return add(in.ctx, swiglu(in.ctx, gate, up), up);
+    }));
+  }
+}
+
 void add_mul_mat_id_cases(DType wt, std::vector<OpCase>& out) {
   auto c = [&](std::string shape, int64_t x1) {
     out.push_back({.name = "mul_mat_id_" + tname(wt) + "_" + shape,
@@ -99,6 +125,7 @@ std::vector<OpCase> matmul_cases() {
   std::vector<OpCase> out;
   for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_cases(wt, out);
   add_mul_mat_f32_only(out);
+  add_mul_mat_chain_cases(out);
   for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_id_cases(wt, out);
   return out;
 }

@@ -46,6 +46,15 @@ void add_norm(Op op, std::vector<OpCase>& out) {
     Tensor* y = apply_norm(op, in.ctx, in.input(DType::F32, {33, 7, 3}));
     return mul(in.ctx, y, in.input(DType::F32, {33, 7}));
   });
+  // A layer's residual add, then the norm and weight (CUDA fuses the three); the result reads the
+  // sum again, so the fused kernel's store of the add is checked too. kNmseF32Sum as above.
+  for (const int64_t width : {4096, 200}) {
+    push(out, fmt::format("add_then_{}_then_mul_weight_f32_{}x3", n, width), Op::ADD, kNmseF32Sum, [op, width](In& in) {
+      Tensor* sum = add(in.ctx, in.input(DType::F32, {width, 3}), in.input(DType::F32, {width, 3}));
+      Tensor* y = mul(in.ctx, apply_norm(op, in.ctx, sum), in.input(DType::F32, {width}));
+      return add(in.ctx, y, sum);
+    });
+  }
 }
 
 // Argmax/top_k: indices must match exactly. Inputs are either distinct values

@@ -54,6 +54,7 @@ void compute_node(Tensor& node) {
     case Op::MUL_MAT: mul_mat(node); return;
     case Op::MUL_MAT_ID: mul_mat_id(node); return;
     case Op::SOFTMAX: softmax(node); return;
+    case Op::FLASH_ATTN: flash_attn(node); return;
     case Op::ROPE: rope(node); return;
     case Op::GET_ROWS: get_rows(node); return;
     case Op::SET_ROWS: set_rows(node); return;

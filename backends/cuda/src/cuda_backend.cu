@@ -53,6 +53,7 @@ void launch(const Ctx& ctx, Tensor& node) {
     case Op::MUL_MAT: mul_mat(ctx, node); return;
     case Op::MUL_MAT_ID: mul_mat_id(ctx, node); return;
     case Op::SOFTMAX: softmax(ctx, node); return;
+    case Op::FLASH_ATTN: flash_attn(ctx, node); return;
     case Op::ROPE: rope(ctx, node); return;
     case Op::GET_ROWS: get_rows(ctx, node); return;
     case Op::SET_ROWS: set_rows(ctx, node); return;
@@ -89,6 +90,7 @@ bool supports_node(const Tensor& node) {
     case Op::L2_NORM:
     case Op::SOFTMAX:
     case Op::ROPE: return supports_elementwise(node);
+    case Op::FLASH_ATTN: return supports_flash_attn(node);
     case Op::GET_ROWS:
     case Op::SET_ROWS:
     case Op::CONCAT:
@@ -228,6 +230,8 @@ class CudaBackend final : public Backend {
   // when the first node runs on its own.
   size_t fuse(std::span<Tensor* const> nodes) {
     if (!fusion_ || nodes.size() < 2) return 0;
+    if (const int n = mul_mat_chain(ctx_, nodes)) return static_cast<size_t>(n);
+    if (nodes.size() >= 3 && norm_add_mul(ctx_, *nodes[0], *nodes[1], *nodes[2])) return 3;
     if (norm_mul(ctx_, *nodes[0], *nodes[1])) return 2;
     return static_cast<size_t>(elementwise_chain(ctx_, nodes));
   }

@@ -115,6 +115,9 @@ Tensor* mul_mat_id(Context& ctx, Tensor* experts, Tensor* x, Tensor* ids);
 
 // mask (optional): F32 [n_kv, n_q] added to every head's scores.
 Tensor* softmax(Context& ctx, Tensor* a, Tensor* mask, float scale, bool causal);
+// Fused attention (FLASH_ATTN in ops.def): q [Dk, H, T] against the span k [Dk, Hkv, N],
+// v [Dv, Hkv, N] (a KV cache view); mask (optional) F32 [N, T] is added to every head's scores.
+Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale, bool causal = false);
 Tensor* rope(Context& ctx, Tensor* x, Tensor* pos, int n_dims, float freq_base, RopeMode mode,
              float freq_scale = 1.0f);
 

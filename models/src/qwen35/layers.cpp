@@ -40,15 +40,10 @@ Tensor* attention(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* k_cache,
   // Cache rows are positions; the views below read the first n_kv of them.
   Tensor* kc = set_rows(c, k_cache, reshape(c, k, {hd * nkv, T}), s.in.pos);
   Tensor* vc = set_rows(c, v_cache, v, s.in.pos);
-  Tensor* K = permute(c, view_3d(c, kc, hd, nkv, nkv_span, hd * kF32, hd * nkv * kF32, 0), 0, 2, 1, 3);
-  Tensor* Vt = cont(c, permute(c, view_3d(c, vc, hd, nkv, nkv_span, hd * kF32, hd * nkv * kF32, 0), 1, 2, 0, 3));
-  Tensor* Q = permute(c, q, 0, 2, 1, 3);  // [hd, T, nh]
-
-  // GQA: mul_mat broadcasts K's nkv heads over nh query heads (head h reads kv head h / (nh / nkv)).
-  Tensor* kq = mul_mat(c, K, Q);  // [n_kv, T, nh]
-  kq = named(softmax(c, kq, s.in.kq_mask, 1.0f / std::sqrt(static_cast<float>(hd)), false), "kq_soft", il);
-  Tensor* kqv = mul_mat(c, Vt, kq);  // [hd, T, nh]
-  Tensor* o = cont(c, permute(c, kqv, 0, 2, 1, 3));  // [hd, nh, T]
+  Tensor* K = view_3d(c, kc, hd, nkv, nkv_span, hd * kF32, hd * nkv * kF32, 0);  // [hd, nkv, n_kv]
+  Tensor* V = view_3d(c, vc, hd, nkv, nkv_span, hd * kF32, hd * nkv * kF32, 0);
+  // GQA: query head h reads kv head h / (nh / nkv). One fused op: no score matrix, no V copy.
+  Tensor* o = named(flash_attn(c, q, K, V, s.in.kq_mask, 1.0f / std::sqrt(static_cast<float>(hd))), "attn", il);
   o = named(mul(c, o, sigmoid(c, gate)), "attn_gated", il);
   return named(mul_mat(c, w.wo, reshape(c, o, {hd * nh, T})), "attn_out", il);
 }
@@ -72,12 +67,13 @@ GdnOut gated_delta_net(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* con
   s.effects.push_back(
       cpy(c, view_2d(c, window, cdim, kc - 1, cdim * kF32, static_cast<size_t>(T * cdim) * kF32), conv_cache));
 
+  // q and k heads sit side by side in the conv output: one L2 norm over both (per head row).
   const size_t row = static_cast<size_t>(cdim) * kF32;
-  Tensor* q = view_3d(c, conv, dk, hk, T, dk * kF32, row, 0);
-  Tensor* k = view_3d(c, conv, dk, hk, T, dk * kF32, row, hk * dk * kF32);
+  Tensor* qk = l2_norm(c, view_3d(c, conv, dk, 2 * hk, T, dk * kF32, row, 0), 1e-6f);  // [dk, 2 hk, T]
+  const size_t qk_row = static_cast<size_t>(2 * hk * dk) * kF32;
+  Tensor* q = scale(c, view_3d(c, qk, dk, hk, T, dk * kF32, qk_row, 0), 1.0f / std::sqrt(static_cast<float>(dk)));
+  Tensor* k = view_3d(c, qk, dk, hk, T, dk * kF32, qk_row, hk * dk * kF32);
   Tensor* v = view_3d(c, conv, dv, hv, T, dv * kF32, row, 2 * hk * dk * kF32);
-  q = scale(c, l2_norm(c, q, 1e-6f), 1.0f / std::sqrt(static_cast<float>(dk)));
-  k = l2_norm(c, k, 1e-6f);
 
   GdrResult r = gated_delta_rule(c, q, k, v, g, beta, state_cache, s.shape.n_states);
   set_name(r.node, fmt::format("gdr-{}", il));

@@ -1,4 +1,4 @@
-// attention.cpp - CPU reference for the attention softmax and rotary embeddings.
+// attention.cpp - CPU reference for the attention softmax, fused attention and rotary embeddings.
 //
 // SOFTMAX works on one score row at a time in float (like the fp32 attention of
 // the reference models) with a double sum; a row whose every entry is masked
@@ -104,6 +104,47 @@ void softmax(Tensor& dst) {
       const int64_t last = p.causal ? i1 + (n_kv - n_q) : n_kv - 1;
       softmax_row(w, masked_scores(w, n_kv, p.scale, mask, i1, last), n_kv);
       if (!fast) store_row(dst, i1, i2, i3, w);
+    }
+  }
+}
+
+// q [Dk, H, T], k [Dk, Hkv, N], v [Dv, Hkv, N], mask (optional) F32 [N, T] -> [Dv, H, T]. One
+// (token, head) row at a time, in the unfused graph's order: float dot products, the SOFTMAX row
+// (float exponentials, double sum), then a float weighted sum of v rows in key order.
+void flash_attn(Tensor& dst) {
+  GL_ASSERT(dst.op == Op::FLASH_ATTN, "flash_attn: not a FLASH_ATTN node");
+  const Tensor& q = *dst.src[0];
+  const Tensor& k = *dst.src[1];
+  const Tensor& v = *dst.src[2];
+  const Tensor* mask = dst.src[3];
+  const SoftmaxParams p = dst.p<SoftmaxParams>();
+  const int64_t dk = q.ne[0], n_head = q.ne[1], n_q = q.ne[2], n_kv = k.ne[2], dv = v.ne[0];
+  const int64_t group = n_head / k.ne[1];
+  const int64_t rows = n_head * n_q;
+#pragma omp parallel if (rows * n_kv * (dk + dv) >= kParallelMinMacs)
+  {
+    std::vector<float> qr(static_cast<size_t>(dk)), kr(static_cast<size_t>(dk)), vr(static_cast<size_t>(dv));
+    std::vector<float> w(static_cast<size_t>(n_kv)), acc(static_cast<size_t>(dv));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t h = r % n_head, t = r / n_head, kv = h / group;
+      const int64_t last = p.causal ? t + (n_kv - n_q) : n_kv - 1;
+      load_row(q, h, t, 0, qr.data());
+      for (int64_t j = 0; j < n_kv && j <= last; ++j) {
+        load_row(k, kv, j, 0, kr.data());
+        float dot = 0.0f;
+        for (int64_t i = 0; i < dk; ++i) dot += qr[i] * kr[i];
+        w[j] = dot;
+      }
+      const int64_t end = masked_scores(w.data(), n_kv, p.scale, mask, t, last);
+      softmax_row(w.data(), end, n_kv);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t j = 0; j < end; ++j) {
+        if (w[j] == 0.0f) continue;  // masked (or underflowed) keys add nothing
+        load_row(v, kv, j, 0, vr.data());
+        for (int64_t i = 0; i < dv; ++i) acc[i] += w[j] * vr[i];
+      }
+      store_row(dst, h, t, 0, acc.data());
     }
   }
 }

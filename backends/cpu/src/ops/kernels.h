@@ -16,6 +16,7 @@ void norm(Tensor& dst);          // RMS_NORM, L2_NORM
 void mul_mat(Tensor& dst);       // MUL_MAT
 void mul_mat_id(Tensor& dst);    // MUL_MAT_ID
 void softmax(Tensor& dst);       // SOFTMAX
+void flash_attn(Tensor& dst);    // FLASH_ATTN
 void rope(Tensor& dst);          // ROPE
 void get_rows(Tensor& dst);      // GET_ROWS
 void set_rows(Tensor& dst);      // SET_ROWS

@@ -5,35 +5,13 @@
 // the CPU reference. A row group walks one row, so (i1, i2, i3) are unravelled once per row rather
 // than per element. Every element is read and written by the same thread, which keeps the planner's
 // in-place reuse (dst == src[0]) safe. Launch errors are checked per node by the backend.
+#include "chain.cuh"
 #include "cuda_utils.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
 
 namespace gl::cuda {
 namespace {
-
-enum class BinaryOp { ADD, SUB, MUL, DIV, SWIGLU };
-enum class UnaryOp { SCALE, SILU, SIGMOID, SOFTPLUS, EXP };
-
-__device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
-
-template <BinaryOp op>
-__device__ __forceinline__ float apply_binary(float a, float b) {
-  if constexpr (op == BinaryOp::ADD) return a + b;
-  if constexpr (op == BinaryOp::SUB) return a - b;
-  if constexpr (op == BinaryOp::MUL) return a * b;
-  if constexpr (op == BinaryOp::DIV) return a / b;
-  if constexpr (op == BinaryOp::SWIGLU) return silu_f(a) * b;
-}
-
-template <UnaryOp op>
-__device__ __forceinline__ float apply_unary(float x, float scale, float bias) {
-  if constexpr (op == UnaryOp::SCALE) return __fadd_rn(__fmul_rn(x, scale), bias);  // two roundings, as on the CPU
-  if constexpr (op == UnaryOp::SILU) return silu_f(x);
-  if constexpr (op == UnaryOp::SIGMOID) return 1.0f / (1.0f + expf(-x));
-  if constexpr (op == UnaryOp::SOFTPLUS) return x > 20.0f ? x : log1pf(expf(x));  // torch's threshold
-  if constexpr (op == UnaryOp::EXP) return expf(x);
-}
 
 // ---- kernels -----------------------------------------------------------------
 
@@ -89,53 +67,6 @@ void launch_unary(const Ctx& ctx, const Tensor& a, const Tensor& dst, float scal
 
 bool is_float(const Tensor* t) { return t && is_float_type(t->type); }
 
-// ---- fused chains ------------------------------------------------------------
-//
-// A run of elementwise nodes of one shape, each reading the previous one (the GDN gate path
-// add -> softplus -> mul, silu -> mul, ...), as one kernel: each thread carries its element through
-// every step and stores every step's result (so any other reader still finds it), rounding through
-// the node's dtype exactly as the separate kernels would.
-
-constexpr int kMaxChain = 4;
-
-struct ChainStep {
-  Op op = Op::NONE;
-  TensorArg other{};         // a binary step's other operand, broadcast onto the chain's shape
-  bool other_first = false;  // the other operand is src[0] (the chain value is src[1])
-  float scale = 1.0f, bias = 0.0f;
-  TensorArg out{};
-};
-
-struct Chain {
-  TensorArg in{};  // src[0] of the first node
-  ChainStep step[kMaxChain];
-  int n = 0;
-};
-
-__device__ __forceinline__ float chain_binary(Op op, float a, float b) {
-  switch (op) {
-    case Op::ADD: return apply_binary<BinaryOp::ADD>(a, b);
-    case Op::SUB: return apply_binary<BinaryOp::SUB>(a, b);
-    case Op::MUL: return apply_binary<BinaryOp::MUL>(a, b);
-    case Op::DIV: return apply_binary<BinaryOp::DIV>(a, b);
-    default: return apply_binary<BinaryOp::SWIGLU>(a, b);
-  }
-}
-
-__device__ __forceinline__ float chain_unary(const ChainStep& s, float x) {
-  switch (s.op) {
-    case Op::SCALE: return apply_unary<UnaryOp::SCALE>(x, s.scale, s.bias);
-    case Op::SILU: return apply_unary<UnaryOp::SILU>(x, 0.0f, 0.0f);
-    case Op::SIGMOID: return apply_unary<UnaryOp::SIGMOID>(x, 0.0f, 0.0f);
-    case Op::SOFTPLUS: return apply_unary<UnaryOp::SOFTPLUS>(x, 0.0f, 0.0f);
-    default: return apply_unary<UnaryOp::EXP>(x, 0.0f, 0.0f);
-  }
-}
-
-__host__ __device__ __forceinline__ bool is_binary_op(Op op) {
-  return op == Op::ADD || op == Op::SUB || op == Op::MUL || op == Op::DIV || op == Op::SWIGLU;
-}
-
 __global__ void chain_kernel(Chain c, int64_t rows) {
   pdl_trigger();  // a following GEMV may become resident while this kernel runs
   const TensorArg& shape = c.step[0].out;
@@ -143,27 +74,12 @@ __global__ void chain_kernel(Chain c, int64_t rows) {
     int64_t i1, i2, i3;
     unravel_row(shape.ne, r, i1, i2, i3);
     const char* ri = row_ptr(c.in, i1, i2, i3);
-    for (int64_t i0 = first_col(); i0 < shape.ne[0]; i0 += col_stride()) {
-      float v = load_plain(c.in.type, ri + i0 * c.in.nb[0]);
-#pragma unroll
-      for (int k = 0; k < kMaxChain; ++k) {
-        if (k >= c.n) break;
-        const ChainStep& s = c.step[k];
-        if (is_binary_op(s.op)) {
-          const TensorArg& o = s.other;
-          const char* p = row_ptr(o, i1 % o.ne[1], i2 % o.ne[2], i3 % o.ne[3]) + (i0 % o.ne[0]) * o.nb[0];
-          const float w = load_plain(o.type, p);
-          v = s.other_first ? chain_binary(s.op, w, v) : chain_binary(s.op, v, w);
-        } else {
-          v = chain_unary(s, v);
-        }
-        char* q = row_ptr(s.out, i1, i2, i3) + i0 * s.out.nb[0];
-        store_plain(s.out.type, q, v);
-        v = round_to(s.out.type, v);  // what the next kernel would read back
-      }
-    }
+    for (int64_t i0 = first_col(); i0 < shape.ne[0]; i0 += col_stride())
+      chain_run(c, load_plain(c.in.type, ri + i0 * c.in.nb[0]), i0, i1, i2, i3);
   }
 }
+
+}  // namespace
 
 bool chainable(const Tensor& n) {
   switch (n.op) {
@@ -196,6 +112,8 @@ bool make_step(const Tensor& n, const Tensor* prev, ChainStep& st, const Tensor*
   st.other_first = !first;
   return true;
 }
+
+namespace {
 
 // Node k's output against everything the chain reads before or at it (see safe_to_fuse).
 bool step_safe(std::span<Tensor* const> nodes, int k, std::span<const Tensor* const> others) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "chain.cuh"
 #include "kernels.cuh"
 #include "mm_utils.cuh"
 
@@ -237,6 +238,56 @@ void mul_mat(const Ctx& ctx, Tensor& dst) {
   if (nelements(dst) == 0) return;
   if (x.ne[1] <= mm::kGemvMaxRows) return mm::gemv_mul_mat(ctx, w, x, dst);
   mul_mat_cublas(ctx, w, x, dst);
+}
+
+namespace {
+
+// Neither overlapping nor the same bytes: what every block reads (weights, activations) against
+// what one thread writes.
+bool disjoint(const Tensor& a, const Tensor& b) {
+  const char* pa = static_cast<const char*>(a.data);
+  const char* pb = static_cast<const char*>(b.data);
+  return pa + nbytes(a) <= pb || pb + nbytes(b) <= pa;
+}
+
+// Step k of a GEMV's chain (node k, operand others[k - 1]) against the launch so far. Its output
+// never touches the weights or activations (other blocks read them throughout); it meets an
+// earlier output or an operand, and its operand meets an earlier output, only as the very same
+// elements (touched first by this thread, in node order).
+bool chain_step_safe(std::span<Tensor* const> nodes, int k, std::span<const Tensor* const> others, const Tensor& w,
+                     const Tensor& x) {
+  const Tensor& out = *nodes[static_cast<size_t>(k)];
+  if (!disjoint(out, w) || !disjoint(out, x)) return false;
+  for (int j = 0; j < k; ++j) {
+    if (!safe_to_fuse(out, *nodes[static_cast<size_t>(j)])) return false;
+    if (others[static_cast<size_t>(j)] && !safe_to_fuse(out, *others[static_cast<size_t>(j)])) return false;
+  }
+  const Tensor* other = others[static_cast<size_t>(k) - 1];
+  for (int j = 0; other && j <= k; ++j)
+    if (!safe_to_fuse(*nodes[static_cast<size_t>(j)], *other)) return false;
+  return true;
+}
+
+}  // namespace
+
+int mul_mat_chain(const Ctx& ctx, std::span<Tensor* const> nodes) {
+  if (nodes.size() < 2 || nodes[0]->op != Op::MUL_MAT) return 0;
+  Tensor& mm = *nodes[0];
+  const Tensor& w = *mm.src[0];
+  const Tensor& x = *mm.src[1];
+  if (x.ne[1] > mm::kGemvMaxRows || mm.ne[2] != 1 || mm.ne[3] != 1 || nelements(mm) == 0) return 0;
+  Chain c;
+  const Tensor* others[kMaxChain] = {};
+  while (c.n < kMaxChain && static_cast<size_t>(c.n) + 1 < nodes.size()) {
+    const Tensor& n = *nodes[static_cast<size_t>(c.n) + 1];
+    if (!chainable(n) || !same_shape(n, mm)) break;
+    if (!make_step(n, nodes[static_cast<size_t>(c.n)], c.step[c.n], others[c.n])) break;
+    if (!chain_step_safe(nodes, c.n + 1, others, w, x)) break;
+    ++c.n;
+  }
+  if (c.n == 0) return 0;
+  mm::gemv_mul_mat_chain(ctx, w, x, mm, c);
+  return c.n + 1;
 }
 
 bool supports_matmul(const Tensor& node) {

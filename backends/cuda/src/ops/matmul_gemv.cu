@@ -20,6 +20,8 @@
 #include <initializer_list>
 #include <type_traits>
 
+#include "chain.cuh"
+#include "ggml-lite/status.h"
 #include "mm_utils.cuh"
 
 namespace gl::cuda::mm {
@@ -185,6 +187,7 @@ struct Group {
   const char* w;
   const char* x[M];
   float* out[M];
+  int64_t row0;  // MUL_MAT: the first activation row (the epilogue's i1)
   int count;
   bool bad_expert;  // mul_mat_id with an id outside [0, E): the rows are filled with NaN
 };
@@ -207,6 +210,7 @@ struct MulMatRows {
     const int64_t m0 = mg * M;
     grp.w = w + (i2 / r2) * w_nb2 + (i3 / r3) * w_nb3;
     grp.count = static_cast<int>(m - m0 < M ? m - m0 : M);
+    grp.row0 = m0;
     grp.bad_expert = false;
 #pragma unroll
     for (int i = 0; i < M; ++i) {
@@ -253,6 +257,7 @@ struct IdRows {
       first = g;
       grp.count = 1;
     }
+    grp.row0 = 0;
     grp.bad_expert = expert < 0 || expert >= n_experts;
     grp.w = w + (grp.bad_expert ? 0 : expert) * w_nb2;
 #pragma unroll
@@ -266,8 +271,12 @@ struct IdRows {
 
 // ---- the kernel ----------------------------------------------------------------------------------
 
-template <DType WT, int M, int R, class Rows>
-__global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Rows rows) {
+// What happens to a finished output besides its store: nothing, or an elementwise chain over the
+// [N, M] product (mul_mat_chain: sigmoid, softplus gates, swiglu), element (n, m) by its writer.
+struct NoEpilogue {};
+
+template <DType WT, int M, int R, class Rows, class Epi>
+__global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Rows rows, Epi epi) {
   using C = WChunk<WT>;
   constexpr int E = C::E;
   __shared__ float red[kMaxThreads / kWarp][R * M];
@@ -333,6 +342,7 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Row
       float s = red[0][tid];
       for (int v = 1; v < n_warps; ++v) s += red[v][tid];
       out[n0 + out_r] = s;
+      if constexpr (!std::is_same_v<Epi, NoEpilogue>) chain_run(epi, s, n0 + out_r, grp.row0 + out_i, 0, 0);
     }
     __syncthreads();
   }
@@ -348,35 +358,36 @@ int gemv_threads(int64_t k, int e) {
 
 // GEMVs are launched as programmatic dependents (common.cuh): resident while the previous kernel
 // finishes, they wait (pdl_wait) before reading activations or writing anything.
-template <DType WT, int M, int R, class Rows>
-void launch_rows(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows) {
+template <DType WT, int M, int R, class Rows, class Epi>
+void launch_rows(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows, const Epi& epi) {
   const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(w.n, R)),
                   static_cast<unsigned>(rows.count() < kMaxGridY ? rows.count() : kMaxGridY));
   const dim3 block(static_cast<unsigned>(gemv_threads(w.k, WChunk<WT>::E)));
-  launch_pdl(gemv_kernel<WT, M, R, Rows>, grid, block, ctx.stream, w, x, rows);
+  launch_pdl(gemv_kernel<WT, M, R, Rows, Epi>, grid, block, ctx.stream, w, x, rows, epi);
   GL_CUDA_CHECK(cudaGetLastError());
 }
 
 // Narrow products (the 32-row GDN gate projections) get one weight row per block, so that more
 // than a handful of SMs stream them. (Four rows for N <= 4096 was measured too: no change.)
-template <DType WT, int M, class Rows>
-void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows) {
+template <DType WT, int M, class Rows, class Epi>
+void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows, const Epi& epi) {
   constexpr int64_t kFewBlocks = 264;  // 2 per SM on the H200
-  if (ceil_div<int64_t>(w.n, kRowsPerBlock) * rows.count() < kFewBlocks) return launch_rows<WT, M, 1>(ctx, w, x, rows);
-  launch_rows<WT, M, kRowsPerBlock>(ctx, w, x, rows);
+  if (ceil_div<int64_t>(w.n, kRowsPerBlock) * rows.count() < kFewBlocks)
+    return launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
+  launch_rows<WT, M, kRowsPerBlock>(ctx, w, x, rows, epi);
 }
 
-template <int M, class Rows>
-void launch_dtype(const Ctx& ctx, DType wt, const WDesc& w, const XDesc& x, const Rows& rows) {
+template <int M, class Rows, class Epi = NoEpilogue>
+void launch_dtype(const Ctx& ctx, DType wt, const WDesc& w, const XDesc& x, const Rows& rows, const Epi& epi = {}) {
   switch (wt) {
     case DType::F32:
-      return launch<DType::F32, M>(ctx, w, x, rows);
+      return launch<DType::F32, M>(ctx, w, x, rows, epi);
     case DType::F16:
-      return launch<DType::F16, M>(ctx, w, x, rows);
+      return launch<DType::F16, M>(ctx, w, x, rows, epi);
     case DType::BF16:
-      return launch<DType::BF16, M>(ctx, w, x, rows);
+      return launch<DType::BF16, M>(ctx, w, x, rows, epi);
     case DType::Q8_0:
-      return launch<DType::Q8_0, M>(ctx, w, x, rows);
+      return launch<DType::Q8_0, M>(ctx, w, x, rows, epi);
     case DType::I32:
       break;
   }
@@ -408,7 +419,10 @@ XDesc act_desc(const Tensor& x, std::initializer_list<int64_t> row_strides) {
 
 }  // namespace
 
-void gemv_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst) {
+namespace {
+
+template <class Epi>
+void gemv_mul_mat_with(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst, const Epi& epi) {
   const int64_t m = x.ne[1];
   const int rows_per_group = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : kGemvMaxRows;
   MulMatRows rows{static_cast<const char*>(w.data),
@@ -431,14 +445,25 @@ void gemv_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst)
                                 static_cast<int64_t>(x.nb[3])});
   switch (rows_per_group) {
     case 1:
-      return launch_dtype<1>(ctx, w.type, wd, xd, rows);
+      return launch_dtype<1>(ctx, w.type, wd, xd, rows, epi);
     case 2:
-      return launch_dtype<2>(ctx, w.type, wd, xd, rows);
+      return launch_dtype<2>(ctx, w.type, wd, xd, rows, epi);
     case 4:
-      return launch_dtype<4>(ctx, w.type, wd, xd, rows);
+      return launch_dtype<4>(ctx, w.type, wd, xd, rows, epi);
     default:
-      return launch_dtype<kGemvMaxRows>(ctx, w.type, wd, xd, rows);
+      return launch_dtype<kGemvMaxRows>(ctx, w.type, wd, xd, rows, epi);
   }
+}
+
+}  // namespace
+
+void gemv_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst) {
+  gemv_mul_mat_with(ctx, w, x, dst, NoEpilogue{});
+}
+
+void gemv_mul_mat_chain(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst, const Chain& chain) {
+  GL_ASSERT(dst.ne[2] == 1 && dst.ne[3] == 1, "gemv epilogue: a 2-D product only");
+  gemv_mul_mat_with(ctx, w, x, dst, chain);
 }
 
 void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,

@@ -17,6 +17,10 @@
 
 #include "../common.cuh"
 
+namespace gl::cuda {
+struct Chain;  // chain.cuh
+}  // namespace gl::cuda
+
 namespace gl::cuda::mm {
 
 inline constexpr int kWarp = 32;
@@ -129,6 +133,9 @@ struct IdTiles {
 
 // matmul_gemv.cu. dst = w^T x for x with at most kGemvMaxRows rows per batch, any w dtype/strides.
 void gemv_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst);
+// The same for a 2-D product, each output then carried through chain (element (n, m) of its
+// [N, M] shape) by the thread that wrote it (see mul_mat_chain in matmul.cu).
+void gemv_mul_mat_chain(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst, const Chain& chain);
 // matmul_gemv.cu. mul_mat_id as one single-row GEMV per (u, t) slot (tiles == nullptr), or one
 // GEMV of up to kGemvMaxRows rows per tile of slots routed to the same expert.
 void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,

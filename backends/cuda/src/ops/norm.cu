@@ -8,7 +8,8 @@
 //
 // Fused with the weight: a norm whose next node multiplies it by a (broadcast) weight -- every
 // RMSNorm of the model -- runs as one kernel that writes both nodes' results (the norm's too, so
-// any other reader of it still finds it), with the same float multiply as the separate MUL.
+// any other reader of it still finds it), with the same float multiply as the separate MUL. The
+// residual add before a layer's norms joins too (add -> norm -> mul, one kernel writing all three).
 #include "cuda_utils.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
@@ -24,10 +25,17 @@ namespace {
 constexpr int kNormThreads = 512;
 constexpr int kCached = 8;
 
-// y = x / sqrt(ss / n + eps) (rms) or x / sqrt(ss + eps) (l2), per row; with kMul also
-// m = y * w, w broadcast over y by modulo on every dim.
-template <bool kMul>
-__global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, TensorArg w, TensorArg m) {
+// The optional neighbours of a fused norm: a preceding add (sum = x + b, normalised in x's place)
+// and a following multiply by a weight (m = y * w, w broadcast over y by modulo on every dim).
+struct NormFusion {
+  TensorArg b{}, sum{};
+  TensorArg w{}, m{};
+};
+
+// y = x / sqrt(ss / n + eps) (rms) or x / sqrt(ss + eps) (l2), per row; with kAdd the row is
+// x + b (stored to sum first; rows fit the register cache, see norm_add_mul), with kMul also m.
+template <bool kAdd, bool kMul>
+__global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, NormFusion f) {
   pdl_trigger();  // a following GEMV may become resident while this kernel runs
   __shared__ double scratch[32];
   const int64_t ne0 = x.ne[0];
@@ -43,10 +51,20 @@ __global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorA
 #pragma unroll
     for (int k = 0; k < kCached; ++k) {
       const int64_t i0 = threadIdx.x + k * step;
-      xs[k] = i0 < n ? load_plain(x.type, rx + i0 * x.nb[0]) : 0.0;
+      if constexpr (kAdd) {  // the separate ADD's float sum, rounded through its dtype
+        float v = 0.0f;
+        if (i0 < n) {
+          v = load_plain(x.type, rx + i0 * x.nb[0]) + load_plain(f.b.type, row_ptr(f.b, i1, i2, i3) + i0 * f.b.nb[0]);
+          store_plain(f.sum.type, row_ptr(f.sum, i1, i2, i3) + i0 * f.sum.nb[0], v);
+          v = round_to(f.sum.type, v);
+        }
+        xs[k] = v;
+      } else {
+        xs[k] = i0 < n ? load_plain(x.type, rx + i0 * x.nb[0]) : 0.0;
+      }
       ss += xs[k] * xs[k];
     }
-    for (int64_t i0 = threadIdx.x + kCached * step; i0 < n; i0 += step) {  // rows longer than the cache
+    for (int64_t i0 = threadIdx.x + kCached * step; !kAdd && i0 < n; i0 += step) {  // rows longer than the cache
       const double v = load_plain(x.type, rx + i0 * x.nb[0]);
       ss += v * v;
     }
@@ -54,8 +72,9 @@ __global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorA
     const double denom = rms ? ss / static_cast<double>(ne0) : ss;
     const double inv = 1.0 / sqrt(denom + eps);
     char* ry = row_ptr(y, i1, i2, i3);
+    const TensorArg& w = f.w;
     const char* rw = kMul ? row_ptr(w, i1 % w.ne[1], i2 % w.ne[2], i3 % w.ne[3]) : nullptr;
-    char* rm = kMul ? row_ptr(m, i1, i2, i3) : nullptr;
+    char* rm = kMul ? row_ptr(f.m, i1, i2, i3) : nullptr;
     float ws[kCached];
 #pragma unroll
     for (int k = 0; k < kCached; ++k) {
@@ -66,14 +85,14 @@ __global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorA
     auto put = [&](int64_t i0, double v, float wv) {
       const float yv = static_cast<float>(v * inv);
       store_plain(y.type, ry + i0 * y.nb[0], yv);
-      if constexpr (kMul) store_plain(m.type, rm + i0 * m.nb[0], round_to(y.type, yv) * wv);
+      if constexpr (kMul) store_plain(f.m.type, rm + i0 * f.m.nb[0], round_to(y.type, yv) * wv);
     };
 #pragma unroll
     for (int k = 0; k < kCached; ++k) {
       const int64_t i0 = threadIdx.x + k * step;
       if (i0 < n) put(i0, xs[k], ws[k]);
     }
-    for (int64_t i0 = threadIdx.x + kCached * step; i0 < n; i0 += step) {
+    for (int64_t i0 = threadIdx.x + kCached * step; !kAdd && i0 < n; i0 += step) {
       const double v = load_plain(x.type, rx + i0 * x.nb[0]);
       put(i0, v, kMul ? load_plain(w.type, rw + (i0 % w.ne[0]) * w.nb[0]) : 0.0f);
     }
@@ -88,23 +107,58 @@ void norm(const Ctx& ctx, Tensor& dst) {
   GL_ASSERT(same_shape(a, dst), "cuda norm: dst must match src");
   const RowLaunch l = row_launch(dst.ne[0], nrows(dst), kNormThreads);
   if (l.empty()) return;
-  norm_kernel<false><<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(dst), l.rows, dst.op == Op::RMS_NORM,
-                                                         static_cast<double>(dst.p<NormParams>().eps), {}, {});
+  norm_kernel<false, false><<<l.grid, l.block, 0, ctx.stream>>>(
+      arg(a), arg(dst), l.rows, dst.op == Op::RMS_NORM, static_cast<double>(dst.p<NormParams>().eps), NormFusion{});
 }
 
-bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
-  if ((nrm.op != Op::RMS_NORM && nrm.op != Op::L2_NORM) || mul.op != Op::MUL || mul.src[0] != &nrm ||
-      mul.src[1] == &nrm)
-    return false;
+namespace {
+
+bool is_norm(const Tensor& t) { return t.op == Op::RMS_NORM || t.op == Op::L2_NORM; }
+
+// mul = norm * w, w broadcast onto norm's shape, plain dtypes, nothing overwritten early.
+bool weight_mul_fusable(const Tensor& nrm, const Tensor& mul) {
+  if (mul.op != Op::MUL || mul.src[0] != &nrm || mul.src[1] == &nrm) return false;
   const Tensor& w = *mul.src[1];
   if (!same_shape(nrm, mul) || !is_plain_type(w.type) || !is_plain_type(mul.type)) return false;
   if (!safe_to_fuse(mul, *nrm.src[0]) || !safe_to_fuse(mul, w)) return false;
   for (int d = 0; d < kMaxDims; ++d)
     if (w.ne[d] <= 0 || mul.ne[d] % w.ne[d] != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
+  if (!is_norm(nrm) || !weight_mul_fusable(nrm, mul)) return false;
   const RowLaunch l = row_launch(nrm.ne[0], nrows(nrm), kNormThreads);
   if (l.empty()) return true;
-  norm_kernel<true><<<l.grid, l.block, 0, ctx.stream>>>(arg(*nrm.src[0]), arg(nrm), l.rows, nrm.op == Op::RMS_NORM,
-                                                        static_cast<double>(nrm.p<NormParams>().eps), arg(w), arg(mul));
+  NormFusion f;
+  f.w = arg(*mul.src[1]);
+  f.m = arg(mul);
+  norm_kernel<false, true><<<l.grid, l.block, 0, ctx.stream>>>(arg(*nrm.src[0]), arg(nrm), l.rows, nrm.op == Op::RMS_NORM,
+                                                              static_cast<double>(nrm.p<NormParams>().eps), f);
+  return true;
+}
+
+// The residual add of a layer and the norm x weight after it: rows that fit the register cache, an
+// F32 add without broadcast, and no output overlapping what the kernel still reads.
+bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& nrm, Tensor& mul) {
+  if (add.op != Op::ADD || !is_norm(nrm) || nrm.src[0] != &add || !weight_mul_fusable(nrm, mul)) return false;
+  const Tensor& a = *add.src[0];
+  const Tensor& b = *add.src[1];
+  if (add.type != DType::F32 || a.type != DType::F32 || b.type != DType::F32) return false;
+  if (!same_shape(a, add) || !same_shape(b, add) || add.ne[0] > int64_t{kCached} * kNormThreads) return false;
+  const Tensor* outs[] = {&add, &nrm, &mul};
+  const Tensor* ins[] = {&a, &b, mul.src[1]};
+  for (const Tensor* out : outs)
+    for (const Tensor* in : ins)
+      if (!safe_to_fuse(*out, *in)) return false;
+  if (!safe_to_fuse(nrm, add) || !safe_to_fuse(mul, add) || !safe_to_fuse(mul, nrm)) return false;
+  const RowLaunch l = row_launch(nrm.ne[0], nrows(nrm), kNormThreads);
+  if (l.empty()) return true;
+  NormFusion f{arg(b), arg(add), arg(*mul.src[1]), arg(mul)};
+  norm_kernel<true, true><<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(nrm), l.rows, nrm.op == Op::RMS_NORM,
+                                                             static_cast<double>(nrm.p<NormParams>().eps), f);
   return true;
 }
 
