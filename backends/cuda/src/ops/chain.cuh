@@ -82,23 +82,57 @@ __host__ __device__ __forceinline__ bool is_binary_op(Op op) {
   return op == Op::ADD || op == Op::SUB || op == Op::MUL || op == Op::DIV || op == Op::SWIGLU;
 }
 
+// The binary steps' other operands at element (i0, i1, i2, i3) of the chain's shape, loaded ahead
+// of the chain (a GEMV fetches them before its main loop). Only for chains whose operands no step
+// writes (mul_mat_chain checks it); chain_run below loads each one after the previous step's store.
+__device__ __forceinline__ void chain_fetch(const Chain& c, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+                                            float (&others)[kMaxChain]) {
+#pragma unroll
+  for (int k = 0; k < kMaxChain; ++k) {
+    others[k] = 0.0f;
+    if (k >= c.n || !is_binary_op(c.step[k].op)) continue;
+    const TensorArg& o = c.step[k].other;
+    others[k] = load_plain(o.type, row_ptr(o, i1 % o.ne[1], i2 % o.ne[2], i3 % o.ne[3]) + (i0 % o.ne[0]) * o.nb[0]);
+  }
+}
+
+// Step k of c applied to v with its other operand w (binary steps); stores the step's result and
+// returns it as the next kernel would read it back.
+__device__ __forceinline__ float chain_step(const ChainStep& s, float v, float w, int64_t i0, int64_t i1, int64_t i2,
+                                            int64_t i3) {
+  if (is_binary_op(s.op)) {
+    v = s.other_first ? chain_binary(s.op, w, v) : chain_binary(s.op, v, w);
+  } else {
+    v = chain_unary(s, v);
+  }
+  store_plain(s.out.type, row_ptr(s.out, i1, i2, i3) + i0 * s.out.nb[0], v);
+  return round_to(s.out.type, v);
+}
+
 // Applies every step of c to v, the value of element (i0, i1, i2, i3) of the chain's shape,
-// storing each step's result.
+// storing each step's result; operands from chain_fetch.
+__device__ __forceinline__ void chain_run(const Chain& c, float v, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+                                          const float (&others)[kMaxChain]) {
+#pragma unroll
+  for (int k = 0; k < kMaxChain; ++k) {
+    if (k >= c.n) break;
+    v = chain_step(c.step[k], v, others[k], i0, i1, i2, i3);
+  }
+}
+
+// The same, each operand loaded after the previous step's store (an operand may be an earlier
+// step's result).
 __device__ __forceinline__ void chain_run(const Chain& c, float v, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
 #pragma unroll
   for (int k = 0; k < kMaxChain; ++k) {
     if (k >= c.n) break;
     const ChainStep& s = c.step[k];
+    float w = 0.0f;
     if (is_binary_op(s.op)) {
       const TensorArg& o = s.other;
-      const char* p = row_ptr(o, i1 % o.ne[1], i2 % o.ne[2], i3 % o.ne[3]) + (i0 % o.ne[0]) * o.nb[0];
-      const float w = load_plain(o.type, p);
-      v = s.other_first ? chain_binary(s.op, w, v) : chain_binary(s.op, v, w);
-    } else {
-      v = chain_unary(s, v);
+      w = load_plain(o.type, row_ptr(o, i1 % o.ne[1], i2 % o.ne[2], i3 % o.ne[3]) + (i0 % o.ne[0]) * o.nb[0]);
     }
-    store_plain(s.out.type, row_ptr(s.out, i1, i2, i3) + i0 * s.out.nb[0], v);
-    v = round_to(s.out.type, v);  // what the next kernel would read back
+    v = chain_step(s, v, w, i0, i1, i2, i3);
   }
 }
 

@@ -1,15 +1,15 @@
 // flash_attn.cu - FLASH_ATTN: softmax(scale q.k + mask) v over a KV span in one pass, no score matrix.
 //
-// Why this shape: a decode or verify step has a handful of query rows against a long span, so the
-// span is cut into fixed splits of kSplit keys, one block per (split, head, token); each warp runs
-// an online softmax over its keys (running max, scaled sum and output, one lane per 32nd element),
-// the block merges its warps, and a second kernel merges the splits in split order. The split size
-// is fixed, so a row's arithmetic depends only on its own keys: a verify row equals the decode row
-// bit for bit (batch invariance), and a longer span whose extra keys are masked changes nothing
-// (masked keys are skipped, never added as zeros). Prefill rows (T > kSplitMaxRows) take one block
-// per (head, token) over the whole span instead, which needs no scratch.
-// Precision: float dot products and exponentials, like the unfused graph; NMSE ~1e-12 against the
-// float64 reference for spans of thousands of keys.
+// Why this shape: a block takes the query heads of one kv head (up to 4, GQA) for one token, so
+// each K/V row it loads serves all of them, and walks the span in tiles of 32 keys: the 8 warps
+// score the tile (lanes split the head dimension, 4 keys per warp in flight), one warp per head
+// turns the scores into probabilities against the running max, then each thread accumulates one
+// output element over the tile's V rows. Decode and verify rows (T <= 8) give every tile its own
+// block and merge the tiles' states in tile order in a second kernel; prefill rows walk every tile
+// in one block. Tiles start at multiples of 32 from key 0, and a key that is masked (or a tile
+// with no unmasked key) changes nothing, so a row's arithmetic depends only on its own keys: a
+// verify row equals the decode row bit for bit (batch invariance) whatever the span.
+// Precision: float dot products, exponentials and sums, like the unfused graph.
 #include <cmath>
 
 #include "cuda_utils.cuh"
@@ -20,165 +20,209 @@
 namespace gl::cuda {
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int64_t kSplit = 32;          // keys per split (decode and verify)
-constexpr int64_t kSplitMaxRows = 8;    // query rows up to which the split path is taken
-constexpr int64_t kMaxHead = 256;       // largest Dk / Dv (8 elements per lane)
+constexpr int kTile = 32;                // keys per tile: one score per lane in the softmax step
+constexpr int kKeysPerWarp = kTile / kWarps;
+constexpr int64_t kSplitMaxRows = 8;     // query rows up to which a block takes one tile (split path)
+constexpr int64_t kMaxHead = 256;        // largest Dk / Dv: 8 elements per lane, one per thread
 
 struct AttnArgs {
   TensorArg q, k, v, mask, out;
   bool has_mask, causal;
   float scale;
   int64_t group;    // query heads per kv head
-  int64_t n_split;  // splits per row (1: the block writes the result)
+  int64_t n_split;  // tiles per row taken by separate blocks (1: one block walks the whole span)
   float* part;      // n_split > 1: per (t, h, split) the max, the sum, then Dv partial outputs
 };
-
-// Running softmax state of one warp (or a merge of several): max, sum of exp(s - max), output.
-template <int EPL>
-struct Online {
-  float m = -INFINITY, l = 0.0f;
-  float o[EPL] = {};
-};
-
-// Merges b into a, both scaled to the larger max; an empty side (max -inf) adds nothing.
-template <int EPL>
-__device__ __forceinline__ void merge(Online<EPL>& a, float bm, float bl, const float (&bo)[EPL]) {
-  if (bm == -INFINITY) return;
-  if (a.m == -INFINITY) {
-    a.m = bm, a.l = bl;
-#pragma unroll
-    for (int e = 0; e < EPL; ++e) a.o[e] = bo[e];
-    return;
-  }
-  const float m = fmaxf(a.m, bm), ca = expf(a.m - m), cb = expf(bm - m);
-  a.l = a.l * ca + bl * cb;
-#pragma unroll
-  for (int e = 0; e < EPL; ++e) a.o[e] = a.o[e] * ca + bo[e] * cb;
-  a.m = m;
-}
 
 __device__ __forceinline__ float elem(const TensorArg& t, int64_t i0, int64_t i1, int64_t i2) {
   return load_plain(t.type, t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2]);
 }
 
-// Keys [j0, j1) of row (h, t), key j0 + warp + kWarps i to this warp; returns the block's merge in
-// every thread of warp 0.
-template <int EPL>
-__device__ Online<EPL> attend(const AttnArgs& a, int64_t h, int64_t t, int64_t j0, int64_t j1) {
-  __shared__ float sm[kWarps], sl[kWarps], so[kWarps][EPL * 32];
+// Shared state of a block: scores, then probabilities, of the current tile per head; the running
+// max and sum per head, and each tile's rescale factor.
+template <int G>
+struct Smem {
+  float p[G][kTile];
+  float m[G], l[G], corr[G];
+  bool skip[G];
+};
+
+// Scores of the tile's keys [j0, j0 + kTile) for heads h0 .. h0 + G - 1 (one kv head): warp w takes
+// keys w, w + kWarps, ...; lanes split the head dimension; masked keys and keys past the span (or
+// the causal cut) score -inf.
+template <int EPL, int G>
+__device__ void tile_scores(const AttnArgs& a, const float (&q)[G][EPL], int64_t kv, int64_t t, int64_t j0,
+                            int64_t end, Smem<G>& sm) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t dk = a.q.ne[0], dv = a.v.ne[0], kv = h / a.group, n_kv = a.k.ne[2];
-  const int64_t last = a.causal ? t + n_kv - a.q.ne[2] : n_kv - 1;
-  float q[EPL];
+  const int64_t dk = a.q.ne[0];
+  float kr[kKeysPerWarp][EPL];
 #pragma unroll
-  for (int e = 0; e < EPL; ++e) {
-    const int64_t i = lane + 32 * e;
-    q[e] = i < dk ? elem(a.q, i, h, t) : 0.0f;
-  }
-  Online<EPL> st;
-  for (int64_t j = j0 + warp; j < j1 && j <= last; j += kWarps) {
-    float s = a.has_mask ? elem(a.mask, j, t, 0) : 0.0f;
-    if (s == -INFINITY) continue;  // masked: skipped, not added as a zero
-    float dot = 0.0f;
+  for (int u = 0; u < kKeysPerWarp; ++u) {
+    const int64_t j = j0 + warp + kWarps * u;
 #pragma unroll
     for (int e = 0; e < EPL; ++e) {
       const int64_t i = lane + 32 * e;
-      if (i < dk) dot = fmaf(q[e], elem(a.k, i, kv, j), dot);
+      kr[u][e] = j < end && i < dk ? elem(a.k, i, kv, j) : 0.0f;
     }
+  }
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) dot += __shfl_xor_sync(kFullMask, dot, off);
-    s += dot * a.scale;
-    float vv[EPL];
+  for (int u = 0; u < kKeysPerWarp; ++u) {
+    const int64_t j = j0 + warp + kWarps * u;
+    const float m = j < end && a.has_mask ? elem(a.mask, j, t, 0) : 0.0f;
 #pragma unroll
-    for (int e = 0; e < EPL; ++e) {
-      const int64_t i = lane + 32 * e;
-      vv[e] = i < dv ? elem(a.v, i, kv, j) : 0.0f;
+    for (int g = 0; g < G; ++g) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) dot = fmaf(q[g][e], kr[u][e], dot);
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) dot += __shfl_xor_sync(kFullMask, dot, off);
+      if (lane == 0) sm.p[g][warp + kWarps * u] = j < end ? dot * a.scale + m : -INFINITY;
     }
-    merge(st, s, 1.0f, vv);
   }
-  if (lane == 0) sm[warp] = st.m, sl[warp] = st.l;
-#pragma unroll
-  for (int e = 0; e < EPL; ++e) so[warp][lane + 32 * e] = st.o[e];
-  __syncthreads();
-  Online<EPL> all;
-  for (int w = 0; w < kWarps; ++w) {  // fixed warp order
-    float o[EPL];
-#pragma unroll
-    for (int e = 0; e < EPL; ++e) o[e] = so[w][lane + 32 * e];
-    merge(all, sm[w], sl[w], o);
-  }
-  return all;
 }
 
-template <int EPL>
-__device__ void write_out(const AttnArgs& a, const Online<EPL>& r, int64_t h, int64_t t) {
+// Warp g turns head g's scores into probabilities against the new running max (fixed xor trees).
+template <int G>
+__device__ void tile_softmax(Smem<G>& sm) {
+  const int lane = threadIdx.x % 32, g = threadIdx.x / 32;
+  if (g >= G) return;
+  const float s = sm.p[g][lane];
+  float tm = s;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) tm = fmaxf(tm, __shfl_xor_sync(kFullMask, tm, off));
+  const float m_old = sm.m[g], m = fmaxf(m_old, tm);
+  const bool skip = tm == -INFINITY;  // every key masked: the tile changes nothing
+  float p = skip ? 0.0f : expf(s - m);
+  float tl = p;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) tl += __shfl_xor_sync(kFullMask, tl, off);
+  __syncwarp();
+  sm.p[g][lane] = p;
+  if (lane == 0) {
+    const float corr = skip || m_old == -INFINITY ? (skip ? 1.0f : 0.0f) : expf(m_old - m);
+    sm.skip[g] = skip;
+    sm.corr[g] = corr;
+    if (!skip) sm.m[g] = m, sm.l[g] = sm.l[g] * corr + tl;
+  }
+}
+
+// Tiles [tile0, tile1) of row t for heads h0 .. h0 + G - 1; thread d accumulates output element d
+// of every head. Leaves the running max and sum in sm and returns the thread's outputs.
+template <int EPL, int G>
+__device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, int64_t tile1, Smem<G>& sm,
+                       float (&acc)[G]) {
   const int lane = threadIdx.x % 32;
-  const float inv = r.l > 0.0f ? 1.0f / r.l : 0.0f;  // every key masked: zeros
+  const int64_t dk = a.q.ne[0], dv = a.v.ne[0], kv = h0 / a.group, n_kv = a.k.ne[2];
+  const int64_t end = a.causal ? min(n_kv, t + n_kv - a.q.ne[2] + 1) : n_kv;
+  float q[G][EPL];
 #pragma unroll
-  for (int e = 0; e < EPL; ++e) {
-    const int64_t i = lane + 32 * e;
-    if (i < a.v.ne[0]) store_plain(a.out.type, a.out.data + i * a.out.nb[0] + h * a.out.nb[1] + t * a.out.nb[2], r.o[e] * inv);
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int e = 0; e < EPL; ++e) {
+      const int64_t i = lane + 32 * e;
+      q[g][e] = i < dk ? elem(a.q, i, h0 + g, t) : 0.0f;
+    }
+  if (threadIdx.x < G) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
+#pragma unroll
+  for (int g = 0; g < G; ++g) acc[g] = 0.0f;
+  const int64_t d = threadIdx.x;
+  for (int64_t tile = tile0; tile < tile1; ++tile) {
+    const int64_t j0 = tile * kTile;
+    if (j0 >= end) break;
+    __syncthreads();  // the previous tile's probabilities are consumed
+    tile_scores<EPL, G>(a, q, kv, t, j0, end, sm);
+    __syncthreads();
+    tile_softmax<G>(sm);
+    __syncthreads();
+    if (d >= dv) continue;
+    float o[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) o[g] = 0.0f;
+#pragma unroll 8
+    for (int j = 0; j < kTile; ++j) {
+      const float vv = j0 + j < end ? elem(a.v, d, kv, j0 + j) : 0.0f;
+#pragma unroll
+      for (int g = 0; g < G; ++g) o[g] = fmaf(sm.p[g][j], vv, o[g]);
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+      if (!sm.skip[g]) acc[g] = fmaf(acc[g], sm.corr[g], o[g]);
+  }
+  __syncthreads();  // the running max and sum are final
+}
+
+// grid (n_split, H / G, T): block (s, hg, t) takes heads hg G .. + G - 1 of token t over tile s
+// (split path: partial state, or the row when n_split == 1 and the tile is the span) or over
+// every tile (n_split == 1).
+template <int EPL, int G>
+__global__ void __launch_bounds__(kThreads) attn_kernel(AttnArgs a) {
+  __shared__ Smem<G> sm;
+  const int64_t s = blockIdx.x, h0 = static_cast<int64_t>(blockIdx.y) * G, t = blockIdx.z;
+  const int64_t n_tiles = (a.k.ne[2] + kTile - 1) / kTile;
+  float acc[G];
+  if (a.n_split > 1) {
+    attend<EPL, G>(a, h0, t, s, s + 1, sm, acc);
+  } else {
+    attend<EPL, G>(a, h0, t, 0, n_tiles, sm, acc);
+  }
+  const int64_t d = threadIdx.x, dv = a.v.ne[0];
+  if (d >= dv) return;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const int64_t h = h0 + g;
+    if (a.n_split == 1) {
+      const float inv = sm.l[g] > 0.0f ? 1.0f / sm.l[g] : 0.0f;  // no unmasked key: zeros
+      store_plain(a.out.type, a.out.data + d * a.out.nb[0] + h * a.out.nb[1] + t * a.out.nb[2], acc[g] * inv);
+      continue;
+    }
+    float* p = a.part + ((t * a.q.ne[1] + h) * a.n_split + s) * (dv + 2);
+    if (d == 0) p[0] = sm.m[g], p[1] = sm.l[g];
+    p[2 + d] = acc[g];
   }
 }
 
-// grid (n_split, H, T): block (s, h, t) attends keys [s kSplit, (s + 1) kSplit); with one split it
-// writes the row, else its partial state.
-template <int EPL>
-__global__ void __launch_bounds__(kThreads) split_kernel(AttnArgs a) {
-  const int64_t s = blockIdx.x, h = blockIdx.y, t = blockIdx.z;
-  const Online<EPL> r = attend<EPL>(a, h, t, s * kSplit, (s + 1) * kSplit);
-  if (threadIdx.x >= 32) return;
-  if (a.n_split == 1) return write_out(a, r, h, t);
-  const int64_t dv = a.v.ne[0];
-  float* p = a.part + ((t * a.q.ne[1] + h) * a.n_split + s) * (dv + 2);
-  const int lane = threadIdx.x;
-  if (lane == 0) p[0] = r.m, p[1] = r.l;
-#pragma unroll
-  for (int e = 0; e < EPL; ++e)
-    if (lane + 32 * e < dv) p[2 + lane + 32 * e] = r.o[e];
-}
-
-// grid (H, T), one warp: merges the row's splits in split order.
-template <int EPL>
-__global__ void __launch_bounds__(32) merge_kernel(AttnArgs a) {
-  const int64_t h = blockIdx.x, t = blockIdx.y, dv = a.v.ne[0];
-  const int lane = threadIdx.x;
-  Online<EPL> r;
-  for (int64_t s = 0; s < a.n_split; ++s) {
-    const float* p = a.part + ((t * a.q.ne[1] + h) * a.n_split + s) * (dv + 2);
-    float o[EPL];
-#pragma unroll
-    for (int e = 0; e < EPL; ++e) o[e] = lane + 32 * e < dv ? p[2 + lane + 32 * e] : 0.0f;
-    merge(r, p[0], p[1], o);
+// grid (H, T), block Dv threads: merges the row's splits in split order, all of them scaled to the
+// largest max (two passes of independent loads rather than a running merge); a split with every
+// key masked (max -inf, sum and outputs 0) adds exact zeros.
+__global__ void merge_kernel(AttnArgs a) {
+  const int64_t h = blockIdx.x, t = blockIdx.y, dv = a.v.ne[0], d = threadIdx.x;
+  const float* row = a.part + (t * a.q.ne[1] + h) * a.n_split * (dv + 2);
+  float m = -INFINITY;
+  for (int64_t s = 0; s < a.n_split; ++s) m = fmaxf(m, row[s * (dv + 2)]);
+  float l = 0.0f, o = 0.0f;
+  if (m != -INFINITY) {
+#pragma unroll 4
+    for (int64_t s = 0; s < a.n_split; ++s) {
+      const float* p = row + s * (dv + 2);
+      const float c = expf(p[0] - m);
+      l = fmaf(p[1], c, l);
+      o = fmaf(p[2 + d], c, o);
+    }
   }
-  write_out(a, r, h, t);
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  store_plain(a.out.type, a.out.data + d * a.out.nb[0] + h * a.out.nb[1] + t * a.out.nb[2], o * inv);
 }
 
-// grid (H, T): the whole span per block (prefill).
-template <int EPL>
-__global__ void __launch_bounds__(kThreads) row_kernel(AttnArgs a) {
-  const int64_t h = blockIdx.x, t = blockIdx.y;
-  const Online<EPL> r = attend<EPL>(a, h, t, 0, a.k.ne[2]);
-  if (threadIdx.x < 32) write_out(a, r, h, t);
-}
-
-template <int EPL>
+template <int EPL, int G>
 void launch(const Ctx& ctx, AttnArgs a) {
-  const int64_t h = a.q.ne[1], t = a.q.ne[2], n_kv = a.k.ne[2];
-  if (t > kSplitMaxRows) {
-    a.n_split = 1;
-    row_kernel<EPL><<<dim3(static_cast<unsigned>(h), static_cast<unsigned>(t)), kThreads, 0, ctx.stream>>>(a);
-    return;
-  }
-  a.n_split = mm::ceil_div<int64_t>(n_kv, kSplit);
+  const int64_t h = a.q.ne[1], t = a.q.ne[2], n_tiles = mm::ceil_div<int64_t>(a.k.ne[2], kTile);
+  a.n_split = t <= kSplitMaxRows ? n_tiles : 1;
   mm::Scratch part(ctx.stream, a.n_split > 1 ? static_cast<size_t>(t * h * a.n_split * (a.v.ne[0] + 2)) * 4 : 0);
   a.part = part.as<float>();
-  const dim3 grid(static_cast<unsigned>(a.n_split), static_cast<unsigned>(h), static_cast<unsigned>(t));
-  split_kernel<EPL><<<grid, kThreads, 0, ctx.stream>>>(a);
+  const dim3 grid(static_cast<unsigned>(a.n_split), static_cast<unsigned>(h / G), static_cast<unsigned>(t));
+  attn_kernel<EPL, G><<<grid, kThreads, 0, ctx.stream>>>(a);
   if (a.n_split > 1)
-    merge_kernel<EPL><<<dim3(static_cast<unsigned>(h), static_cast<unsigned>(t)), 32, 0, ctx.stream>>>(a);
+    merge_kernel<<<dim3(static_cast<unsigned>(h), static_cast<unsigned>(t)), static_cast<unsigned>(a.v.ne[0]), 0,
+                   ctx.stream>>>(a);
+}
+
+template <int EPL>
+void launch_group(const Ctx& ctx, const AttnArgs& a) {
+  if (a.group % 4 == 0) return launch<EPL, 4>(ctx, a);
+  if (a.group % 2 == 0) return launch<EPL, 2>(ctx, a);
+  launch<EPL, 1>(ctx, a);
 }
 
 }  // namespace
@@ -193,11 +237,10 @@ void flash_attn(const Ctx& ctx, Tensor& dst) {
   if (nelements(dst) == 0) return;
   AttnArgs a{arg(q), arg(k), arg(v), mask ? arg(*mask) : TensorArg{}, arg(dst), mask != nullptr, p.causal, p.scale,
              q.ne[1] / k.ne[1], 1, nullptr};
-  const int64_t d = std::max(q.ne[0], v.ne[0]);
-  if (d <= 32) return launch<1>(ctx, a);
-  if (d <= 64) return launch<2>(ctx, a);
-  if (d <= 128) return launch<4>(ctx, a);
-  launch<8>(ctx, a);
+  if (q.ne[0] <= 32) return launch_group<1>(ctx, a);
+  if (q.ne[0] <= 64) return launch_group<2>(ctx, a);
+  if (q.ne[0] <= 128) return launch_group<4>(ctx, a);
+  launch_group<8>(ctx, a);
 }
 
 bool supports_flash_attn(const Tensor& node) {
@@ -208,7 +251,7 @@ bool supports_flash_attn(const Tensor& node) {
     if (!is_float_type(t->type)) return false;
   if (node.src[3] && node.src[3]->type != DType::F32) return false;
   return node.type == DType::F32 && q.ne[0] <= kMaxHead && v.ne[0] <= kMaxHead && q.ne[1] <= 65535 &&
-         q.ne[2] <= 65535 && mm::ceil_div<int64_t>(k.ne[2], kSplit) <= INT32_MAX;
+         q.ne[2] <= 65535 && mm::ceil_div<int64_t>(k.ne[2], kTile) <= INT32_MAX;
 }
 
 }  // namespace gl::cuda

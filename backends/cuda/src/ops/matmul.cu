@@ -251,9 +251,9 @@ bool disjoint(const Tensor& a, const Tensor& b) {
 }
 
 // Step k of a GEMV's chain (node k, operand others[k - 1]) against the launch so far. Its output
-// never touches the weights or activations (other blocks read them throughout); it meets an
-// earlier output or an operand, and its operand meets an earlier output, only as the very same
-// elements (touched first by this thread, in node order).
+// never touches the weights or activations (other blocks read them throughout) and meets an
+// earlier output or an operand only as the very same elements (touched first by this thread, in
+// node order); its operand is no result of the product or an earlier step.
 bool chain_step_safe(std::span<Tensor* const> nodes, int k, std::span<const Tensor* const> others, const Tensor& w,
                      const Tensor& x) {
   const Tensor& out = *nodes[static_cast<size_t>(k)];
@@ -262,9 +262,11 @@ bool chain_step_safe(std::span<Tensor* const> nodes, int k, std::span<const Tens
     if (!safe_to_fuse(out, *nodes[static_cast<size_t>(j)])) return false;
     if (others[static_cast<size_t>(j)] && !safe_to_fuse(out, *others[static_cast<size_t>(j)])) return false;
   }
+  // The operands are fetched before the product is formed: none may be a result written before
+  // its own step (swiglu's gate in the memory of swiglu's result is fine: read, then written).
   const Tensor* other = others[static_cast<size_t>(k) - 1];
-  for (int j = 0; other && j <= k; ++j)
-    if (!safe_to_fuse(*nodes[static_cast<size_t>(j)], *other)) return false;
+  for (int j = 0; other && j < k; ++j)
+    if (!disjoint(*nodes[static_cast<size_t>(j)], *other)) return false;
   return true;
 }
 

@@ -302,6 +302,9 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Row
     for (int i = 1; i < M; ++i)
       if (i == out_i) out = grp.out[i];  // select, not a dynamic index (keeps grp in registers)
     const bool writes = tid < R * M && n0 + out_r < w.n && out_i < grp.count;
+    [[maybe_unused]] float epi_in[kMaxChain];  // the epilogue's operands, fetched while the weights stream
+    if constexpr (!std::is_same_v<Epi, NoEpilogue>)
+      if (writes) chain_fetch(epi, n0 + out_r, grp.row0 + out_i, 0, 0, epi_in);
     if (grp.bad_expert) {
       if (writes) out[n0 + out_r] = __int_as_float(0x7fc00000);
       continue;
@@ -342,7 +345,7 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Row
       float s = red[0][tid];
       for (int v = 1; v < n_warps; ++v) s += red[v][tid];
       out[n0 + out_r] = s;
-      if constexpr (!std::is_same_v<Epi, NoEpilogue>) chain_run(epi, s, n0 + out_r, grp.row0 + out_i, 0, 0);
+      if constexpr (!std::is_same_v<Epi, NoEpilogue>) chain_run(epi, s, n0 + out_r, grp.row0 + out_i, 0, 0, epi_in);
     }
     __syncthreads();
   }

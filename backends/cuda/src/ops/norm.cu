@@ -48,20 +48,32 @@ __global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorA
     const char* rx = row_ptr(x, i1, i2, i3);
     double xs[kCached];
     double ss = 0.0;
+    float xv[kCached], bv[kCached];  // every load first: a store between them would serialise them
+#pragma unroll
+    for (int k = 0; k < kCached; ++k) {
+      const int64_t i0 = threadIdx.x + k * step;
+      xv[k] = i0 < n ? load_plain(x.type, rx + i0 * x.nb[0]) : 0.0f;
+      if constexpr (kAdd) bv[k] = i0 < n ? load_plain(f.b.type, row_ptr(f.b, i1, i2, i3) + i0 * f.b.nb[0]) : 0.0f;
+    }
+    // The weight too, before any store and the reduction: one memory round trip for all three.
+    const TensorArg& w = f.w;
+    const char* rw = kMul ? row_ptr(w, i1 % w.ne[1], i2 % w.ne[2], i3 % w.ne[3]) : nullptr;
+    char* rm = kMul ? row_ptr(f.m, i1, i2, i3) : nullptr;
+    float ws[kCached];
+#pragma unroll
+    for (int k = 0; k < kCached; ++k) {
+      const int64_t i0 = threadIdx.x + k * step;
+      ws[k] = kMul && i0 < n ? load_plain(w.type, rw + (i0 % w.ne[0]) * w.nb[0]) : 0.0f;
+    }
 #pragma unroll
     for (int k = 0; k < kCached; ++k) {
       const int64_t i0 = threadIdx.x + k * step;
       if constexpr (kAdd) {  // the separate ADD's float sum, rounded through its dtype
-        float v = 0.0f;
-        if (i0 < n) {
-          v = load_plain(x.type, rx + i0 * x.nb[0]) + load_plain(f.b.type, row_ptr(f.b, i1, i2, i3) + i0 * f.b.nb[0]);
-          store_plain(f.sum.type, row_ptr(f.sum, i1, i2, i3) + i0 * f.sum.nb[0], v);
-          v = round_to(f.sum.type, v);
-        }
-        xs[k] = v;
-      } else {
-        xs[k] = i0 < n ? load_plain(x.type, rx + i0 * x.nb[0]) : 0.0;
+        const float v = xv[k] + bv[k];
+        if (i0 < n) store_plain(f.sum.type, row_ptr(f.sum, i1, i2, i3) + i0 * f.sum.nb[0], v);
+        xv[k] = i0 < n ? round_to(f.sum.type, v) : 0.0f;
       }
+      xs[k] = xv[k];
       ss += xs[k] * xs[k];
     }
     for (int64_t i0 = threadIdx.x + kCached * step; !kAdd && i0 < n; i0 += step) {  // rows longer than the cache
@@ -72,15 +84,6 @@ __global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorA
     const double denom = rms ? ss / static_cast<double>(ne0) : ss;
     const double inv = 1.0 / sqrt(denom + eps);
     char* ry = row_ptr(y, i1, i2, i3);
-    const TensorArg& w = f.w;
-    const char* rw = kMul ? row_ptr(w, i1 % w.ne[1], i2 % w.ne[2], i3 % w.ne[3]) : nullptr;
-    char* rm = kMul ? row_ptr(f.m, i1, i2, i3) : nullptr;
-    float ws[kCached];
-#pragma unroll
-    for (int k = 0; k < kCached; ++k) {
-      const int64_t i0 = threadIdx.x + k * step;
-      ws[k] = kMul && i0 < n ? load_plain(w.type, rw + (i0 % w.ne[0]) * w.nb[0]) : 0.0f;
-    }
     // Every load of the cached elements happened above, so no store below can feed a load.
     auto put = [&](int64_t i0, double v, float wv) {
       const float yv = static_cast<float>(v * inv);
@@ -97,6 +100,87 @@ __global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorA
       put(i0, v, kMul ? load_plain(w.type, rw + (i0 % w.ne[0]) * w.nb[0]) : 0.0f);
     }
   }
+}
+
+// Rows of contiguous F32 (the model's hidden states: one or a few rows of 4096): one block per
+// row, float4 loads issued together up front, so a lone row costs one memory round trip and a
+// handful of instructions per element instead of the strided kernel's per-element index math.
+// Same arithmetic as norm_kernel: float add and multiply, double squares, sum and scale.
+constexpr int kWideChunks = 4;  // float4 chunks per thread: rows up to 4 x 4 x kNormThreads
+
+struct WideRows {
+  const float* x;
+  const float* b;  // kAdd: x + b is the row, stored to sum
+  float* sum;
+  float* y;
+  const float* w;  // kMul: m = y * w (one weight row for all rows)
+  float* m;
+  int64_t ne0, rows;
+};
+
+template <bool kAdd, bool kMul>
+__global__ void __launch_bounds__(kNormThreads) wide_norm_kernel(WideRows a, bool rms, double eps) {
+  pdl_trigger();  // a following GEMV may become resident while this kernel runs
+  __shared__ double scratch[32];
+  const int64_t n4 = a.ne0 / 4;
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const int64_t off = r * n4;
+    float4 xv[kWideChunks], bv[kWideChunks], wv[kWideChunks];
+#pragma unroll
+    for (int c = 0; c < kWideChunks; ++c) {
+      const int64_t i = threadIdx.x + int64_t{c} * blockDim.x;
+      const bool in = i < n4;
+      xv[c] = in ? reinterpret_cast<const float4*>(a.x)[off + i] : float4{};
+      if constexpr (kAdd) bv[c] = in ? reinterpret_cast<const float4*>(a.b)[off + i] : float4{};
+      if constexpr (kMul) wv[c] = in ? reinterpret_cast<const float4*>(a.w)[i] : float4{};
+    }
+    double ss = 0.0;
+#pragma unroll
+    for (int c = 0; c < kWideChunks; ++c) {
+      const int64_t i = threadIdx.x + int64_t{c} * blockDim.x;
+      if constexpr (kAdd) {
+        xv[c] = float4{xv[c].x + bv[c].x, xv[c].y + bv[c].y, xv[c].z + bv[c].z, xv[c].w + bv[c].w};
+        if (i < n4) reinterpret_cast<float4*>(a.sum)[off + i] = xv[c];
+      }
+      const double e0 = xv[c].x, e1 = xv[c].y, e2 = xv[c].z, e3 = xv[c].w;
+      ss += e0 * e0;
+      ss += e1 * e1;
+      ss += e2 * e2;
+      ss += e3 * e3;
+    }
+    ss = group_reduce(ss, SumOp{}, scratch);
+    const double inv = 1.0 / sqrt((rms ? ss / static_cast<double>(a.ne0) : ss) + eps);
+#pragma unroll
+    for (int c = 0; c < kWideChunks; ++c) {
+      const int64_t i = threadIdx.x + int64_t{c} * blockDim.x;
+      if (i >= n4) continue;
+      const float4 yv{static_cast<float>(xv[c].x * inv), static_cast<float>(xv[c].y * inv),
+                      static_cast<float>(xv[c].z * inv), static_cast<float>(xv[c].w * inv)};
+      reinterpret_cast<float4*>(a.y)[off + i] = yv;
+      if constexpr (kMul)
+        reinterpret_cast<float4*>(a.m)[off + i] = float4{yv.x * wv[c].x, yv.y * wv[c].y, yv.z * wv[c].z, yv.w * wv[c].w};
+    }
+  }
+}
+
+bool dense_f32(const Tensor& t) { return t.type == DType::F32 && is_contiguous(t) && reinterpret_cast<uintptr_t>(t.data) % 16 == 0; }
+
+// The wide kernel's conditions: every tensor dense F32 and 16-byte aligned, rows a multiple of 4
+// wide and at most kWideChunks float4 per thread, and (kMul) one weight row.
+bool wide_rows(const Tensor& x, const Tensor* b, const Tensor& y, const Tensor* w) {
+  const int64_t ne0 = y.ne[0];
+  if (ne0 % 4 != 0 || ne0 / 4 > int64_t{kWideChunks} * kNormThreads || ne0 < 1024) return false;
+  if (!dense_f32(x) || !dense_f32(y) || (b && !dense_f32(*b))) return false;
+  return !w || (dense_f32(*w) && w->ne[0] == ne0 && nelements(*w) == ne0);
+}
+
+template <bool kAdd, bool kMul>
+void launch_wide(const Ctx& ctx, const WideRows& a, bool rms, double eps) {
+  const int64_t n4 = a.ne0 / 4;
+  int threads = 128;
+  while (threads < kNormThreads && threads * kWideChunks < n4) threads *= 2;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.rows, kMaxBlocks));
+  wide_norm_kernel<kAdd, kMul><<<blocks, threads, 0, ctx.stream>>>(a, rms, eps);
 }
 
 }  // namespace
@@ -130,6 +214,16 @@ bool weight_mul_fusable(const Tensor& nrm, const Tensor& mul) {
 
 bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
   if (!is_norm(nrm) || !weight_mul_fusable(nrm, mul)) return false;
+  const bool rms = nrm.op == Op::RMS_NORM;
+  const double eps = static_cast<double>(nrm.p<NormParams>().eps);
+  if (nelements(nrm) == 0) return true;
+  if (wide_rows(*nrm.src[0], nullptr, nrm, mul.src[1]) && dense_f32(mul)) {
+    const Tensor& x = *nrm.src[0];
+    WideRows a{static_cast<const float*>(x.data), nullptr, nullptr, static_cast<float*>(nrm.data),
+               static_cast<const float*>(mul.src[1]->data), static_cast<float*>(mul.data), nrm.ne[0], nrows(nrm)};
+    launch_wide<false, true>(ctx, a, rms, eps);
+    return true;
+  }
   const RowLaunch l = row_launch(nrm.ne[0], nrows(nrm), kNormThreads);
   if (l.empty()) return true;
   NormFusion f;
@@ -154,6 +248,17 @@ bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& nrm, Tensor& mul) {
     for (const Tensor* in : ins)
       if (!safe_to_fuse(*out, *in)) return false;
   if (!safe_to_fuse(nrm, add) || !safe_to_fuse(mul, add) || !safe_to_fuse(mul, nrm)) return false;
+  if (mul.src[1]->data == add.data) return false;  // the weight is loaded before the sum is stored
+  const bool rms = nrm.op == Op::RMS_NORM;
+  const double eps = static_cast<double>(nrm.p<NormParams>().eps);
+  if (nelements(nrm) == 0) return true;
+  if (wide_rows(a, &b, nrm, mul.src[1]) && dense_f32(add) && dense_f32(mul)) {
+    WideRows w{static_cast<const float*>(a.data), static_cast<const float*>(b.data), static_cast<float*>(add.data),
+               static_cast<float*>(nrm.data), static_cast<const float*>(mul.src[1]->data), static_cast<float*>(mul.data),
+               nrm.ne[0], nrows(nrm)};
+    launch_wide<true, true>(ctx, w, rms, eps);
+    return true;
+  }
   const RowLaunch l = row_launch(nrm.ne[0], nrows(nrm), kNormThreads);
   if (l.empty()) return true;
   NormFusion f{arg(b), arg(add), arg(*mul.src[1]), arg(mul)};
