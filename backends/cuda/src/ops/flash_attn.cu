@@ -40,6 +40,13 @@ __device__ __forceinline__ float elem(const TensorArg& t, int64_t i0, int64_t i1
   return load_plain(t.type, t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2]);
 }
 
+// Head-dimension element e (of EPL) of a lane: lanes interleaved element by element, or (kVec:
+// dense F32 K rows read as float4) four adjacent elements per lane per 128.
+template <bool kVec>
+__device__ __forceinline__ int64_t dim_of(int lane, int e) {
+  return kVec ? 4 * lane + 128 * (e / 4) + e % 4 : lane + 32 * e;
+}
+
 // Shared state of a block: scores, then probabilities, of the current tile per head; the running
 // max and sum per head, and each tile's rescale factor.
 template <int G>
@@ -52,19 +59,29 @@ struct Smem {
 // Scores of the tile's keys [j0, j0 + kTile) for heads h0 .. h0 + G - 1 (one kv head): warp w takes
 // keys w, w + kWarps, ...; lanes split the head dimension; masked keys and keys past the span (or
 // the causal cut) score -inf.
-template <int EPL, int G>
+template <int EPL, int G, bool kVec>
 __device__ void tile_scores(const AttnArgs& a, const float (&q)[G][EPL], int64_t kv, int64_t t, int64_t j0,
                             int64_t end, Smem<G>& sm) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t dk = a.q.ne[0];
+  const char* kbase = a.k.data + kv * a.k.nb[1];
   float kr[kKeysPerWarp][EPL];
 #pragma unroll
   for (int u = 0; u < kKeysPerWarp; ++u) {
     const int64_t j = j0 + warp + kWarps * u;
+    if constexpr (kVec) {
+      const float4* row = reinterpret_cast<const float4*>(kbase + j * a.k.nb[2]);
 #pragma unroll
-    for (int e = 0; e < EPL; ++e) {
-      const int64_t i = lane + 32 * e;
-      kr[u][e] = j < end && i < dk ? elem(a.k, i, kv, j) : 0.0f;
+      for (int c = 0; c < EPL / 4; ++c) {
+        const float4 f = j < end ? row[lane + 32 * c] : float4{};
+        kr[u][4 * c] = f.x, kr[u][4 * c + 1] = f.y, kr[u][4 * c + 2] = f.z, kr[u][4 * c + 3] = f.w;
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) {
+        const int64_t i = lane + 32 * e;
+        kr[u][e] = j < end && i < dk ? load_plain(a.k.type, kbase + i * a.k.nb[0] + j * a.k.nb[2]) : 0.0f;
+      }
     }
   }
 #pragma unroll
@@ -110,7 +127,7 @@ __device__ void tile_softmax(Smem<G>& sm) {
 
 // Tiles [tile0, tile1) of row t for heads h0 .. h0 + G - 1; thread d accumulates output element d
 // of every head. Leaves the running max and sum in sm and returns the thread's outputs.
-template <int EPL, int G>
+template <int EPL, int G, bool kVec>
 __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, int64_t tile1, Smem<G>& sm,
                        float (&acc)[G]) {
   const int lane = threadIdx.x % 32;
@@ -121,18 +138,19 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
   for (int g = 0; g < G; ++g)
 #pragma unroll
     for (int e = 0; e < EPL; ++e) {
-      const int64_t i = lane + 32 * e;
+      const int64_t i = dim_of<kVec>(lane, e);
       q[g][e] = i < dk ? elem(a.q, i, h0 + g, t) : 0.0f;
     }
   if (threadIdx.x < G) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
 #pragma unroll
   for (int g = 0; g < G; ++g) acc[g] = 0.0f;
   const int64_t d = threadIdx.x;
+  const char* vbase = a.v.data + d * a.v.nb[0] + kv * a.v.nb[1];
   for (int64_t tile = tile0; tile < tile1; ++tile) {
     const int64_t j0 = tile * kTile;
     if (j0 >= end) break;
     __syncthreads();  // the previous tile's probabilities are consumed
-    tile_scores<EPL, G>(a, q, kv, t, j0, end, sm);
+    tile_scores<EPL, G, kVec>(a, q, kv, t, j0, end, sm);
     __syncthreads();
     tile_softmax<G>(sm);
     __syncthreads();
@@ -140,9 +158,11 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
     float o[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) o[g] = 0.0f;
+    const char* vrow = vbase + j0 * a.v.nb[2];
 #pragma unroll 8
     for (int j = 0; j < kTile; ++j) {
-      const float vv = j0 + j < end ? elem(a.v, d, kv, j0 + j) : 0.0f;
+      const char* p = vrow + j * a.v.nb[2];
+      const float vv = j0 + j >= end ? 0.0f : kVec ? *reinterpret_cast<const float*>(p) : load_plain(a.v.type, p);
 #pragma unroll
       for (int g = 0; g < G; ++g) o[g] = fmaf(sm.p[g][j], vv, o[g]);
     }
@@ -156,16 +176,16 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
 // grid (n_split, H / G, T): block (s, hg, t) takes heads hg G .. + G - 1 of token t over tile s
 // (split path: partial state, or the row when n_split == 1 and the tile is the span) or over
 // every tile (n_split == 1).
-template <int EPL, int G>
+template <int EPL, int G, bool kVec>
 __global__ void __launch_bounds__(kThreads) attn_kernel(AttnArgs a) {
   __shared__ Smem<G> sm;
   const int64_t s = blockIdx.x, h0 = static_cast<int64_t>(blockIdx.y) * G, t = blockIdx.z;
   const int64_t n_tiles = (a.k.ne[2] + kTile - 1) / kTile;
   float acc[G];
   if (a.n_split > 1) {
-    attend<EPL, G>(a, h0, t, s, s + 1, sm, acc);
+    attend<EPL, G, kVec>(a, h0, t, s, s + 1, sm, acc);
   } else {
-    attend<EPL, G>(a, h0, t, 0, n_tiles, sm, acc);
+    attend<EPL, G, kVec>(a, h0, t, 0, n_tiles, sm, acc);
   }
   const int64_t d = threadIdx.x, dv = a.v.ne[0];
   if (d >= dv) return;
@@ -205,24 +225,33 @@ __global__ void merge_kernel(AttnArgs a) {
   store_plain(a.out.type, a.out.data + d * a.out.nb[0] + h * a.out.nb[1] + t * a.out.nb[2], o * inv);
 }
 
-template <int EPL, int G>
+template <int EPL, int G, bool kVec>
 void launch(const Ctx& ctx, AttnArgs a) {
   const int64_t h = a.q.ne[1], t = a.q.ne[2], n_tiles = mm::ceil_div<int64_t>(a.k.ne[2], kTile);
   a.n_split = t <= kSplitMaxRows ? n_tiles : 1;
   mm::Scratch part(ctx.stream, a.n_split > 1 ? static_cast<size_t>(t * h * a.n_split * (a.v.ne[0] + 2)) * 4 : 0);
   a.part = part.as<float>();
   const dim3 grid(static_cast<unsigned>(a.n_split), static_cast<unsigned>(h / G), static_cast<unsigned>(t));
-  attn_kernel<EPL, G><<<grid, kThreads, 0, ctx.stream>>>(a);
+  attn_kernel<EPL, G, kVec><<<grid, kThreads, 0, ctx.stream>>>(a);
   if (a.n_split > 1)
     merge_kernel<<<dim3(static_cast<unsigned>(h), static_cast<unsigned>(t)), static_cast<unsigned>(a.v.ne[0]), 0,
                    ctx.stream>>>(a);
 }
 
-template <int EPL>
+template <int EPL, bool kVec>
 void launch_group(const Ctx& ctx, const AttnArgs& a) {
-  if (a.group % 4 == 0) return launch<EPL, 4>(ctx, a);
-  if (a.group % 2 == 0) return launch<EPL, 2>(ctx, a);
-  launch<EPL, 1>(ctx, a);
+  if (a.group % 4 == 0) return launch<EPL, 4, kVec>(ctx, a);
+  if (a.group % 2 == 0) return launch<EPL, 2, kVec>(ctx, a);
+  launch<EPL, 1, kVec>(ctx, a);
+}
+
+// Dense F32 K and V whose rows the kernel reads as float4 (the model's KV cache).
+bool vec_kv(const Tensor& k, const Tensor& v) {
+  const auto aligned = [](const Tensor& t) {
+    return (reinterpret_cast<uintptr_t>(t.data) | t.nb[1] | t.nb[2]) % 16 == 0;
+  };
+  return k.type == DType::F32 && v.type == DType::F32 && k.nb[0] == 4 && v.nb[0] == 4 && k.ne[0] % 128 == 0 &&
+         aligned(k);
 }
 
 }  // namespace
@@ -237,10 +266,11 @@ void flash_attn(const Ctx& ctx, Tensor& dst) {
   if (nelements(dst) == 0) return;
   AttnArgs a{arg(q), arg(k), arg(v), mask ? arg(*mask) : TensorArg{}, arg(dst), mask != nullptr, p.causal, p.scale,
              q.ne[1] / k.ne[1], 1, nullptr};
-  if (q.ne[0] <= 32) return launch_group<1>(ctx, a);
-  if (q.ne[0] <= 64) return launch_group<2>(ctx, a);
-  if (q.ne[0] <= 128) return launch_group<4>(ctx, a);
-  launch_group<8>(ctx, a);
+  const bool vec = vec_kv(k, v);
+  if (q.ne[0] <= 32) return launch_group<1, false>(ctx, a);
+  if (q.ne[0] <= 64) return launch_group<2, false>(ctx, a);
+  if (q.ne[0] <= 128) return vec ? launch_group<4, true>(ctx, a) : launch_group<4, false>(ctx, a);
+  vec ? launch_group<8, true>(ctx, a) : launch_group<8, false>(ctx, a);
 }
 
 bool supports_flash_attn(const Tensor& node) {
