@@ -1,5 +1,6 @@
 // cuda_model_test.cpp - the Qwen3.5 trunk and MTP session on the CUDA backend (GPU machine only):
-// logits against transformers, greedy continuation, and MTP greedy parity. Skipped without a GPU.
+// logits against transformers and against the CPU backend (F32 and BF16 weights), greedy
+// continuation, and MTP greedy parity. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +8,9 @@
 #include <numeric>
 
 #include "fixture.h"
+#include "ggml-lite/cpu.h"
 #include "ggml-lite/models/session.h"
+#include "gguf-tools/quantize.h"
 
 #ifdef GL_HAVE_CUDA
 #include "ggml-lite/cuda.h"
@@ -52,6 +55,38 @@ TEST_P(CudaModelTest, LogitsMatchTransformers) {
   const double err = rel_error(*logits, fx_->tensor("logits"));
   std::printf("[ metric   ] cuda %s: all-position logits, max relative error %.3g\n", GetParam().c_str(), err);
   EXPECT_LT(err, 1e-3);
+}
+
+// All-position logits of the fixture's prompt on a backend, weights from path.
+std::vector<float> prompt_logits(const ModelFixture& fx, const std::string& path, Backend& backend) {
+  auto m = qwen35::Model::load(path, backend);
+  EXPECT_TRUE(m.ok()) << m.error();
+  if (!m.ok()) return {};
+  qwen35::Runner r(**m, backend, 256, 64);
+  std::vector<int32_t> rows(fx.prompt.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  auto logits = r.eval(fx.prompt, rows);
+  EXPECT_TRUE(logits.ok()) << logits.error();
+  return logits.ok() ? *logits : std::vector<float>{};
+}
+
+// The bar: CUDA against the CPU reference on the same weights, relative error below 1e-3
+// with F32 weights and below 2e-2 with BF16 weights (cuBLAS rounds prefill activations to BF16).
+TEST_P(CudaModelTest, LogitsMatchCpuInF32AndBf16) {
+  auto cpu = cpu::make_backend({.n_threads = 2});
+  std::string bf16 = fx_->gguf;
+  bf16.replace(bf16.rfind("-f32.gguf"), 9, "-bf16.gguf");
+  auto q = tools::quantize_file({.input = fx_->gguf, .output = bf16, .type = DType::BF16});
+  ASSERT_TRUE(q.ok()) << q.error();
+  for (const auto& [path, bound] : {std::pair{fx_->gguf, 1e-3}, std::pair{bf16, 2e-2}}) {
+    const std::vector<float> want = prompt_logits(*fx_, path, *cpu);
+    const std::vector<float> got = prompt_logits(*fx_, path, *gpu_);
+    ASSERT_FALSE(want.empty() || got.empty());
+    const double err = rel_error(got, want);
+    std::printf("[ metric   ] cuda vs cpu %s (%s): all-position logits, max relative error %.3g\n", GetParam().c_str(),
+                path == bf16 ? "bf16" : "f32", err);
+    EXPECT_LT(err, bound) << path;
+  }
 }
 
 TEST_P(CudaModelTest, GreedyAndMtpParity) {
