@@ -232,6 +232,7 @@ class CudaBackend final : public Backend {
     if (!fusion_ || nodes.size() < 2) return 0;
     if (const int n = mul_mat_chain(ctx_, nodes)) return static_cast<size_t>(n);
     if (nodes.size() >= 3 && norm_add_mul(ctx_, *nodes[0], *nodes[1], *nodes[2])) return 3;
+    if (nodes.size() >= 3 && conv_window(ctx_, *nodes[0], *nodes[1], *nodes[2])) return 3;
     if (norm_mul(ctx_, *nodes[0], *nodes[1])) return 2;
     return static_cast<size_t>(elementwise_chain(ctx_, nodes));
   }

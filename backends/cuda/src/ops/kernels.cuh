@@ -43,6 +43,9 @@ void mul_mat(const Ctx& ctx, Tensor& dst);       // MUL_MAT
 int mul_mat_chain(const Ctx& ctx, std::span<Tensor* const> nodes);
 void mul_mat_id(const Ctx& ctx, Tensor& dst);    // MUL_MAT_ID
 void ssm_conv(const Ctx& ctx, Tensor& dst);      // SSM_CONV
+// CONCAT(state, new, dim 1) -> SSM_CONV -> SILU (the GDN input path), one kernel writing all three
+// results; false (nothing launched) when the three do not have that shape.
+bool conv_window(const Ctx& ctx, Tensor& concat, Tensor& conv, Tensor& silu);
 void gated_delta_rule(const Ctx& ctx, Tensor& dst);  // GATED_DELTA_RULE
 // GATED_DELTA_RULE in chunked (WY) form: n_states == 1, F32 q, k, v, g, beta; gated_delta_rule picks it.
 void gated_delta_rule_chunked(const Ctx& ctx, Tensor& dst);
