@@ -2,6 +2,7 @@
 // footprint, one result row per test (pp N, tg N, spec K), and the functions that fill them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@ struct Params {
   int warmup = 1;
   int n_ctx = 0;  // 0: enough for the tests
   int tg_prompt = 8;
+  int greedy_chain = 8;  // tg rows: decode steps chained on the device (RunConfig::greedy_chain)
 };
 
 // Decode steps run untimed inside every tg / spec repetition before timing starts, so graph
@@ -31,7 +33,8 @@ inline int session_warm_tokens(int k) { return 2 * (k + 1); }
 // Positions a tg / spec repetition may use: prompt, warm-up and n tokens, each of the two
 // phases overshooting by up to one round, and the last round's verify block.
 inline int gen_positions(const Params& p, int n, int k) {
-  return p.tg_prompt + session_warm_tokens(k) + n + 3 * (k + 1);
+  const int round = k > 0 ? k + 1 : std::max(1, p.greedy_chain);  // plain greedy: a chain per call
+  return p.tg_prompt + session_warm_tokens(k) + n + 2 * round + (k + 1);
 }
 
 struct ModelInfo {

@@ -66,6 +66,8 @@ void add_options(CLI::App& app, Args& a) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--spec", p.spec, "MTP draft counts K for spec rows (list)")->delimiter(',')->check(CLI::Range(1, 16));
+  app.add_option("--greedy-chain", p.greedy_chain, "tg rows: decode steps chained on the device per host round trip")
+      ->check(CLI::Range(1, 64));
   app.add_flag("--force-accept", p.force_accept,
                "spec rows accept every draft unchecked (loop ceiling; not the model's output)");
   app.add_option("-r,--repetitions", p.reps, "timed repetitions per row")

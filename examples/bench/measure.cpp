@@ -107,6 +107,7 @@ gl::qwen35::RunConfig gen_config(const Params& p, int k) {
   cfg.mtp_k = k;
   cfg.sampling.temperature = 0.0f;  // greedy
   cfg.force_accept = p.force_accept && k > 0;
+  cfg.greedy_chain = p.greedy_chain;
   return cfg;
 }
 

@@ -102,6 +102,63 @@ __global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorA
   }
 }
 
+// Short rows (up to 256 elements: attention heads, GDN heads), one warp per row and 8 rows per
+// block: every element is loaded up front and the sum needs only the warp's xor tree, no barrier.
+constexpr int kRowLanes = 32;
+constexpr int kRowElems = 8;  // per lane: rows up to 256
+constexpr int kRowsPerBlock = 8;
+
+template <bool kMul>
+__global__ void __launch_bounds__(kRowLanes * kRowsPerBlock) short_norm_kernel(TensorArg x, TensorArg y, int64_t rows,
+                                                                               bool rms, double eps, TensorArg w,
+                                                                               TensorArg m) {
+  pdl_trigger();  // a following GEMV may become resident while this kernel runs
+  const int lane = threadIdx.x % kRowLanes;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kRowLanes;
+  if (r >= rows) return;
+  const int64_t n = y.ne[0];
+  int64_t i1, i2, i3;
+  unravel_row(y.ne, r, i1, i2, i3);
+  const char* rx = row_ptr(x, i1, i2, i3);
+  const char* rw = kMul ? row_ptr(w, i1 % w.ne[1], i2 % w.ne[2], i3 % w.ne[3]) : nullptr;
+  float xv[kRowElems], wv[kRowElems];
+#pragma unroll
+  for (int e = 0; e < kRowElems; ++e) {
+    const int64_t i0 = lane + kRowLanes * e;
+    xv[e] = i0 < n ? load_plain(x.type, rx + i0 * x.nb[0]) : 0.0f;
+    wv[e] = kMul && i0 < n ? load_plain(w.type, rw + (i0 % w.ne[0]) * w.nb[0]) : 0.0f;
+  }
+  double ss = 0.0;
+#pragma unroll
+  for (int e = 0; e < kRowElems; ++e) ss += static_cast<double>(xv[e]) * xv[e];
+#pragma unroll
+  for (int off = kRowLanes / 2; off > 0; off >>= 1) ss += __shfl_xor_sync(kFullMask, ss, off);
+  const double inv = 1.0 / sqrt((rms ? ss / static_cast<double>(n) : ss) + eps);
+  char* ry = row_ptr(y, i1, i2, i3);
+  char* rm = kMul ? row_ptr(m, i1, i2, i3) : nullptr;
+#pragma unroll
+  for (int e = 0; e < kRowElems; ++e) {
+    const int64_t i0 = lane + kRowLanes * e;
+    if (i0 >= n) continue;
+    const float yv = static_cast<float>(static_cast<double>(xv[e]) * inv);
+    store_plain(y.type, ry + i0 * y.nb[0], yv);
+    if constexpr (kMul) store_plain(m.type, rm + i0 * m.nb[0], round_to(y.type, yv) * wv[e]);
+  }
+}
+
+// Rows short enough for short_norm_kernel: launched, true; else false.
+template <bool kMul>
+bool launch_short(const Ctx& ctx, const Tensor& x, const Tensor& y, const Tensor* w, const Tensor* m) {
+  if (y.ne[0] > int64_t{kRowLanes} * kRowElems) return false;
+  const int64_t rows = nrows(y);
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, kMaxBlocks));
+  if (rows == 0) return true;
+  short_norm_kernel<kMul><<<blocks, kRowLanes * kRowsPerBlock, 0, ctx.stream>>>(
+      arg(x), arg(y), rows, y.op == Op::RMS_NORM, static_cast<double>(y.p<NormParams>().eps), w ? arg(*w) : TensorArg{},
+      m ? arg(*m) : TensorArg{});
+  return true;
+}
+
 // Rows of contiguous F32 (the model's hidden states: one or a few rows of 4096): one block per
 // row, float4 loads issued together up front, so a lone row costs one memory round trip and a
 // handful of instructions per element instead of the strided kernel's per-element index math.
@@ -189,6 +246,7 @@ void norm(const Ctx& ctx, Tensor& dst) {
   GL_ASSERT(dst.op == Op::RMS_NORM || dst.op == Op::L2_NORM, "cuda norm: not an RMS_NORM/L2_NORM node");
   const Tensor& a = *dst.src[0];
   GL_ASSERT(same_shape(a, dst), "cuda norm: dst must match src");
+  if (launch_short<false>(ctx, a, dst, nullptr, nullptr)) return;
   const RowLaunch l = row_launch(dst.ne[0], nrows(dst), kNormThreads);
   if (l.empty()) return;
   norm_kernel<false, false><<<l.grid, l.block, 0, ctx.stream>>>(
@@ -224,6 +282,7 @@ bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
     launch_wide<false, true>(ctx, a, rms, eps);
     return true;
   }
+  if (launch_short<true>(ctx, *nrm.src[0], nrm, mul.src[1], &mul)) return true;
   const RowLaunch l = row_launch(nrm.ne[0], nrows(nrm), kNormThreads);
   if (l.empty()) return true;
   NormFusion f;

@@ -86,13 +86,17 @@ bool conv_window(const Ctx& ctx, Tensor& cat, Tensor& conv, Tensor& act) {
     for (const Tensor* t : {ins[i], outs[i]})
       if (!f32(*t) || t->ne[2] != 1 || t->ne[3] != 1) return false;
   if (a.ne[1] + 1 != w.ne[0] || !same_shape(conv, act) || conv.ne[1] != b.ne[1]) return false;
-  // Every block reads the inputs throughout: no result may touch them; the activation may only
-  // take the conv's own memory (each element read from a register, then stored twice).
-  for (const Tensor* out : outs)
-    for (const Tensor* in : ins)
-      if (!disjoint(*out, *in)) return false;
-  if (!disjoint(cat, conv) || !disjoint(cat, act) || !safe_to_fuse(act, conv)) return false;
+  // Other threads read the inputs throughout: no result may touch them, except that with one new
+  // column (decode) the conv and activation may take the new column's own memory (thread c reads
+  // b[c] before it stores conv[c]); the activation may take the conv's memory (stored twice from a
+  // register).
   const int64_t channels = conv.ne[0], n_t = conv.ne[1], n = channels * n_t;
+  for (const Tensor* out : outs)
+    for (const Tensor* in : ins) {
+      const bool own_column = n_t == 1 && in == &b && out != &cat && safe_to_fuse(*out, b);
+      if (!disjoint(*out, *in) && !own_column) return false;
+    }
+  if (!disjoint(cat, conv) || !disjoint(cat, act) || !safe_to_fuse(act, conv)) return false;
   if (n == 0) return true;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(mm::ceil_div<int64_t>(n, kConvThreads), 65535));
   conv_window_kernel<<<blocks, kConvThreads, 0, ctx.stream>>>(ConvWindow{arg(a), arg(b), arg(w), arg(cat), arg(conv), arg(act)},

@@ -32,6 +32,10 @@ struct RunConfig {
   int n_batch = 256;     // prefill chunk size
   int mtp_k = 0;         // draft tokens per speculative round; 0 = off
   int kv_bucket = 256;   // attention spans are rounded up to this (graph shape buckets)
+  // Greedy plain decoding chains this many steps on the device per host round trip (each step's
+  // pick feeds the next without a sync); up to greedy_chain - 1 tokens are computed ahead of
+  // what next() has returned. 1 = one step per call.
+  int greedy_chain = 8;
   SamplerParams sampling;
   MtpTap mtp_tap = kQwen35MtpTap;
   // Benchmarks only: accept every draft without checking it, so a random-weight model runs
