@@ -26,11 +26,9 @@ Tensor* moe(StepCtx& s, const LayerWeights& w, Tensor* x, int il) {
   Tensor* up = mul_mat_id(c, w.ffn_up_exps, x3, ids);
   Tensor* experts = mul_mat_id(c, w.ffn_down_exps, swiglu(c, gate, up), ids);  // [n_embd, k, T]
   experts = mul(c, experts, reshape(c, weights, {1, k, T}));
-  Tensor* y = nullptr;
-  for (int64_t i = 0; i < k; ++i) {
-    Tensor* e = view_2d(c, experts, n_embd, T, experts->nb[2], static_cast<size_t>(i) * experts->nb[1]);
-    y = y ? add(c, y, e) : cont(c, e);
-  }
+  // The k weighted experts summed in one reduction over a [k, n_embd, T] view (one kernel, a
+  // double sum per element) rather than a copy and k - 1 adds.
+  Tensor* y = reshape(c, sum_rows(c, permute(c, experts, 1, 0, 2, 3)), {n_embd, T});
   if (w.ffn_gate_shexp) {
     Tensor* shared = swiglu_ffn(c, w.ffn_gate_shexp, w.ffn_up_shexp, w.ffn_down_shexp, x);
     Tensor* sgate = sigmoid(c, mul_mat(c, w.ffn_gate_inp_shexp, x));  // [1, T]
