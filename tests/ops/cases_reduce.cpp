@@ -87,7 +87,8 @@ void add_top_k(std::vector<OpCase>& out) {
     int64_t n, rows;
     int k;
   };
-  for (K s : {K{257, 5, 1}, K{257, 5, 5}, K{4096, 2, 40}, K{31, 3, 31}}) {
+  // 256 x 8: a MoE router row; 5000: longer than the CUDA kernel keeps in registers.
+  for (K s : {K{257, 5, 1}, K{257, 5, 5}, K{4096, 2, 40}, K{31, 3, 31}, K{256, 4, 8}, K{5000, 2, 3}}) {
     out.push_back(selection(fmt::format("top_k_f32_k{}_{}x{}_distinct", s.k, s.n, s.rows), Op::TOP_K, [s](In& in) {
       return top_k(in.ctx, in.input(DType::F32, {s.n, s.rows}, Fill::distinct(1e-3)), s.k);
     }));
