@@ -82,21 +82,23 @@ __host__ __device__ __forceinline__ bool is_binary_op(Op op) {
   return op == Op::ADD || op == Op::SUB || op == Op::MUL || op == Op::DIV || op == Op::SWIGLU;
 }
 
-// The binary steps' other operands at element (i0, i1, i2, i3) of the chain's shape, loaded ahead
-// of the chain (a GEMV fetches them before its main loop). Only for chains whose operands no step
-// writes (mul_mat_chain checks it); chain_run below loads each one after the previous step's store.
+// The other operand of binary step s at element (i0, i1, i2, i3) of the chain's shape (broadcast).
+__device__ __forceinline__ float chain_operand(const ChainStep& s, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  const TensorArg& o = s.other;
+  return load_plain(o.type, row_ptr(o, i1 % o.ne[1], i2 % o.ne[2], i3 % o.ne[3]) + (i0 % o.ne[0]) * o.nb[0]);
+}
+
+// Every binary step's operand, loaded ahead of the chain (a GEMV fetches them before its main
+// loop). Only for chains whose operands no step writes (mul_mat_chain checks it); chain_run
+// without them loads each one after the previous step's store.
 __device__ __forceinline__ void chain_fetch(const Chain& c, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
                                             float (&others)[kMaxChain]) {
 #pragma unroll
-  for (int k = 0; k < kMaxChain; ++k) {
-    others[k] = 0.0f;
-    if (k >= c.n || !is_binary_op(c.step[k].op)) continue;
-    const TensorArg& o = c.step[k].other;
-    others[k] = load_plain(o.type, row_ptr(o, i1 % o.ne[1], i2 % o.ne[2], i3 % o.ne[3]) + (i0 % o.ne[0]) * o.nb[0]);
-  }
+  for (int k = 0; k < kMaxChain; ++k)
+    others[k] = k < c.n && is_binary_op(c.step[k].op) ? chain_operand(c.step[k], i0, i1, i2, i3) : 0.0f;
 }
 
-// Step k of c applied to v with its other operand w (binary steps); stores the step's result and
+// Step s applied to v with its other operand w (binary steps); stores the step's result and
 // returns it as the next kernel would read it back.
 __device__ __forceinline__ float chain_step(const ChainStep& s, float v, float w, int64_t i0, int64_t i1, int64_t i2,
                                             int64_t i3) {
@@ -127,12 +129,7 @@ __device__ __forceinline__ void chain_run(const Chain& c, float v, int64_t i0, i
   for (int k = 0; k < kMaxChain; ++k) {
     if (k >= c.n) break;
     const ChainStep& s = c.step[k];
-    float w = 0.0f;
-    if (is_binary_op(s.op)) {
-      const TensorArg& o = s.other;
-      w = load_plain(o.type, row_ptr(o, i1 % o.ne[1], i2 % o.ne[2], i3 % o.ne[3]) + (i0 % o.ne[0]) * o.nb[0]);
-    }
-    v = chain_step(s, v, w, i0, i1, i2, i3);
+    v = chain_step(s, v, is_binary_op(s.op) ? chain_operand(s, i0, i1, i2, i3) : 0.0f, i0, i1, i2, i3);
   }
 }
 

@@ -85,15 +85,26 @@ inline RowLaunch elem_launch(int64_t ne0, int64_t rows, int max_tx = 256) {
   return l;
 }
 
+// Whether the bytes of a and b do not overlap at all (not even as the same elements): what one
+// thread writes against what every thread of a fused kernel reads throughout.
+inline bool disjoint(const Tensor& a, const Tensor& b) {
+  const char* pa = static_cast<const char*>(a.data);
+  const char* pb = static_cast<const char*>(b.data);
+  return pa + nbytes(a) <= pb || pb + nbytes(b) <= pa;
+}
+
 // Whether a fused kernel may write `out` while its other threads still read `in`: their bytes do
 // not overlap, or they are the same elements (same pointer, dtype, shape and strides, so each
 // thread reads its element before writing it). The planner only promises this node by node: a
 // tensor that died at an earlier node of a fused group may lie under a later node's output.
 inline bool safe_to_fuse(const Tensor& out, const Tensor& in) {
-  const char* o = static_cast<const char*>(out.data);
-  const char* i = static_cast<const char*>(in.data);
-  if (o + nbytes(out) <= i || i + nbytes(in) <= o) return true;
-  return o == i && out.type == in.type && out.ne == in.ne && out.nb == in.nb;
+  if (disjoint(out, in)) return true;
+  return out.data == in.data && out.type == in.type && out.ne == in.ne && out.nb == in.nb;
+}
+
+// Contiguous F32 at a 16-byte aligned address: readable as float4 from element 0.
+inline bool dense_f32(const Tensor& t) {
+  return t.type == DType::F32 && is_contiguous(t) && reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
 }
 
 // ---- indexing ----------------------------------------------------------------

@@ -43,34 +43,25 @@ __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float f) {
   return __float2bfloat16_rn(f);
 }
 
-// x [K, M, B2, B3] (any float dtype, any strides) -> contiguous T, same shape.
+// x [K, M, B2, B3] (any float dtype, any strides) -> contiguous hi = round(x) in T, and when lo is
+// not null lo = round(x - hi): two GEMMs over hi and lo give activations ~16 significant bits
+// (BF16) instead of 8, at twice the tensor-core work.
 template <class T>
-__global__ void convert_x_kernel(TView x, T* out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t k = i % x.ne[0], r = i / x.ne[0];
-    const int64_t i1 = r % x.ne[1], i2 = r / x.ne[1] % x.ne[2], i3 = r / (x.ne[1] * x.ne[2]);
-    out[i] = from_f32<T>(mm::load_elem(x, k, i1, i2, i3));
-  }
-}
-
-// x -> hi + lo, both T: hi = round(x), lo = round(x - hi). Two GEMMs over hi and lo give
-// activations ~16 significant bits (BF16) instead of 8, at twice the tensor-core work.
-template <class T>
-__global__ void split_x_kernel(TView x, T* hi, T* lo, int64_t n) {
+__global__ void convert_x_kernel(TView x, T* hi, T* lo, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t k = i % x.ne[0], r = i / x.ne[0];
     const int64_t i1 = r % x.ne[1], i2 = r / x.ne[1] % x.ne[2], i3 = r / (x.ne[1] * x.ne[2]);
     const float v = mm::load_elem(x, k, i1, i2, i3);
     const T h = from_f32<T>(v);
     hi[i] = h;
-    lo[i] = from_f32<T>(v - static_cast<float>(h));
+    if (lo) lo[i] = from_f32<T>(v - static_cast<float>(h));
   }
 }
 
-// Dense F32 x (the common case: a norm's output) -> hi (+ lo when lo != nullptr), four elements
-// per thread with one float4 load and no index arithmetic; n4 = elements / 4.
+// The same for dense F32 x (the common case: a norm's output), four elements per thread with one
+// float4 load and no index arithmetic; n4 = elements / 4.
 template <class T>
-__global__ void split_dense_x_kernel(const float4* x, T* hi, T* lo, int64_t n4) {
+__global__ void convert_dense_x_kernel(const float4* x, T* hi, T* lo, int64_t n4) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n4; i += int64_t{gridDim.x} * blockDim.x) {
     const float4 v = x[i];
     const float f[4] = {v.x, v.y, v.z, v.w};
@@ -81,11 +72,6 @@ __global__ void split_dense_x_kernel(const float4* x, T* hi, T* lo, int64_t n4) 
       if (lo) lo[4 * i + e] = from_f32<T>(f[e] - static_cast<float>(h));
     }
   }
-}
-
-bool dense_f32_x(const Tensor& x) {
-  return x.type == DType::F32 && is_contiguous(x) && reinterpret_cast<uintptr_t>(x.data) % 16 == 0 &&
-         nelements(x) % 4 == 0;
 }
 
 // Weight rows [n0, n0 + tn) of batch (w2, w3) -> contiguous T [K, tn].
@@ -244,14 +230,12 @@ void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& ds
     with_type(gt.type, [&](auto tag) {
       using T = decltype(tag);
       T* hi = x_buf.as<T>();
-      if (dense_f32_x(x)) {
-        split_dense_x_kernel<T><<<convert_blocks(x_elems / 4), kConvertThreads, 0, ctx.stream>>>(
-            static_cast<const float4*>(x.data), hi, split ? hi + x_elems : nullptr, x_elems / 4);
-      } else if (split) {
-        split_x_kernel<T><<<convert_blocks(x_elems), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi,
-                                                                                      hi + x_elems, x_elems);
+      T* lo = split ? hi + x_elems : nullptr;
+      if (dense_f32(x) && x_elems % 4 == 0) {
+        convert_dense_x_kernel<T><<<convert_blocks(x_elems / 4), kConvertThreads, 0, ctx.stream>>>(
+            static_cast<const float4*>(x.data), hi, lo, x_elems / 4);
       } else {
-        convert_x_kernel<T><<<convert_blocks(x_elems), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi, x_elems);
+        convert_x_kernel<T><<<convert_blocks(x_elems), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi, lo, x_elems);
       }
     });
     GL_CUDA_CHECK(cudaGetLastError());
@@ -300,14 +284,6 @@ void mul_mat(const Ctx& ctx, Tensor& dst) {
 }
 
 namespace {
-
-// Neither overlapping nor the same bytes: what every block reads (weights, activations) against
-// what one thread writes.
-bool disjoint(const Tensor& a, const Tensor& b) {
-  const char* pa = static_cast<const char*>(a.data);
-  const char* pb = static_cast<const char*>(b.data);
-  return pa + nbytes(a) <= pb || pb + nbytes(b) <= pa;
-}
 
 // Step k of a GEMV's chain (node k, operand others[k - 1]) against the launch so far. Its output
 // never touches the weights or activations (other blocks read them throughout) and meets an

@@ -220,8 +220,6 @@ __global__ void __launch_bounds__(kNormThreads) wide_norm_kernel(WideRows a, boo
   }
 }
 
-bool dense_f32(const Tensor& t) { return t.type == DType::F32 && is_contiguous(t) && reinterpret_cast<uintptr_t>(t.data) % 16 == 0; }
-
 // The wide kernel's conditions: every tensor dense F32 and 16-byte aligned, rows a multiple of 4
 // wide and at most kWideChunks float4 per thread, and (kMul) one weight row.
 bool wide_rows(const Tensor& x, const Tensor* b, const Tensor& y, const Tensor* w) {

@@ -66,12 +66,6 @@ __global__ void conv_window_kernel(ConvWindow k, int64_t channels, int64_t n_t) 
 
 bool f32(const Tensor& t) { return t.type == DType::F32; }
 
-bool disjoint(const Tensor& x, const Tensor& y) {
-  const char* px = static_cast<const char*>(x.data);
-  const char* py = static_cast<const char*>(y.data);
-  return px + nbytes(x) <= py || py + nbytes(y) <= px;
-}
-
 }  // namespace
 
 bool conv_window(const Ctx& ctx, Tensor& cat, Tensor& conv, Tensor& act) {
