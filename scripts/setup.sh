@@ -5,7 +5,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
-  libomp-dev libpcre2-dev graphviz clang libclang-rt-14-dev
+  libomp-dev libpcre2-dev graphviz clang libclang-rt-14-dev clang-format ccache
 )
 
 missing=()

@@ -153,12 +153,14 @@ int main(int argc, char** argv) {
   int n_tokens = 64, n_draft = 3, n_ctx = 256;
   app.add_option("-m,--model", model_path, "Qwen3.5 GGUF: dump one of its step graphs (weights are not read)")
       ->check(CLI::ExistingFile);
-  app.add_option("--step", step_kind, "step graph to dump with -m")->check(CLI::IsMember({"prefill", "decode", "verify"}));
+  app.add_option("--step", step_kind, "step graph to dump with -m")
+      ->check(CLI::IsMember({"prefill", "decode", "verify"}));
   app.add_option("-n,--tokens", n_tokens, "prompt tokens of the prefill step")->check(CLI::PositiveNumber);
   app.add_option("--draft", n_draft, "draft tokens K of the verify step (K+1 rows)")->check(CLI::NonNegativeNumber);
   app.add_option("--ctx", n_ctx, "KV cache span of the step")->check(CLI::PositiveNumber);
-  app.footer("Examples:\n  graph-dump -m model.gguf --step prefill -n 64 -f dot -o prefill.dot\n"
-             "  graph-dump -m model.gguf --step verify --draft 3\n  graph-dump --plan");
+  app.footer(
+      "Examples:\n  graph-dump -m model.gguf --step prefill -n 64 -f dot -o prefill.dot\n"
+      "  graph-dump -m model.gguf --step verify --draft 3\n  graph-dump --plan");
   CLI11_PARSE(app, argc, argv);
 
   gl::Context ctx;

@@ -47,7 +47,8 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--temp", a.sampling.temperature, "temperature (0 = greedy)")->check(CLI::NonNegativeNumber);
   app.add_option("--top-k", a.sampling.top_k, "keep the k most likely tokens (0 = off)")->check(CLI::NonNegativeNumber);
   app.add_option("--top-p", a.sampling.top_p, "nucleus sampling mass (1 = off)")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--min-p", a.sampling.min_p, "drop tokens below min-p x the top probability")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--min-p", a.sampling.min_p, "drop tokens below min-p x the top probability")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", a.sampling.seed, "sampling seed");
   app.add_option("--mtp", a.mtp, "MTP draft tokens per round (0 = off; default 2 when the model has MTP)")
       ->check(CLI::Range(0, 16));
@@ -117,8 +118,10 @@ int run(const Args& a) {
   if (!model) return fmt::print(stderr, "qwen35: {}\n", model.error()), 1;
   const gl::qwen35::Model& m = **model;
   if (a.mtp > 0 && !m.has_mtp()) {
-    fmt::print(stderr, "qwen35: {} has no MTP tensors, so --mtp {} cannot run.\n"
-               "        Run without MTP: add --mtp 0 (or drop --mtp).\n", a.model, a.mtp);
+    fmt::print(stderr,
+               "qwen35: {} has no MTP tensors, so --mtp {} cannot run.\n"
+               "        Run without MTP: add --mtp 0 (or drop --mtp).\n",
+               a.model, a.mtp);
     return 1;
   }
   const int k = a.mtp < 0 ? (m.has_mtp() ? 2 : 0) : a.mtp;  // K = 2 is fastest on the embedded model (CPU)

@@ -55,8 +55,10 @@ gl::Result<BenchRow> bench_once(const gl::qwen35::Model& m, gl::Backend& be, con
 
 int bench_mtp(const gl::qwen35::Model& m, gl::Backend& be, const gl::qwen35::RunConfig& base,
               const std::vector<int32_t>& prompt, int n, int max_k, int reps) {
-  fmt::print("| K | decode tok/s (median of {}) | speedup | acceptance | per draft position | tokens/round | same tokens as K=0 |\n",
-             reps);
+  fmt::print(
+      "| K | decode tok/s (median of {}) | speedup | acceptance | per draft position | tokens/round | same tokens as "
+      "K=0 |\n",
+      reps);
   fmt::print("|---|---|---|---|---|---|---|\n");
   std::vector<int32_t> ref;
   double base_tok_s = 0;

@@ -44,7 +44,7 @@ int main() {
       max_err = std::fmax(max_err, std::fabs(want - ys[r * kCols + c]));
     }
   }
-  std::printf("simple: y[0] = %.6f, largest at %d, max |err| = %.3g over %lld values\n", ys[0], gl::argmax(ys),
-              max_err, static_cast<long long>(ys.size()));
+  std::printf("simple: y[0] = %.6f, largest at %d, max |err| = %.3g over %lld values\n", ys[0], gl::argmax(ys), max_err,
+              static_cast<long long>(ys.size()));
   return max_err < 1e-5 ? 0 : 1;
 }

@@ -65,8 +65,8 @@ fp16_t fp32_to_fp16(float f) {
     return static_cast<fp16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u | ((absx >> 13) & 0x3ffu) : 0u));
   }
   if (absx >= 0x477ff000u) return static_cast<fp16_t>(sign | 0x7c00u);  // rounds to >= 65520: Inf
-  if (absx < 0x38800000u) {  // result is subnormal or zero
-    if (absx < 0x33000000u) return static_cast<fp16_t>(sign);  // < half of the smallest subnormal
+  if (absx < 0x38800000u) {                                             // result is subnormal or zero
+    if (absx < 0x33000000u) return static_cast<fp16_t>(sign);           // < half of the smallest subnormal
     const uint32_t e = absx >> 23;
     const uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
     const uint32_t shift = 126u - e;  // 14..24

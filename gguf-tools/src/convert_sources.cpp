@@ -62,8 +62,7 @@ struct Gather {
 
 void apply_op(Op op, float* x, int64_t n) {
   switch (op) {
-    case Op::NONE:
-      return;
+    case Op::NONE: return;
     case Op::ADD_ONE:
       for (int64_t i = 0; i < n; ++i) x[i] += 1.0f;
       return;
@@ -113,12 +112,9 @@ Error missing(const TensorSpec& s, const std::string& full) {
 std::vector<int64_t> source_shape(const TensorSpec& s, const ModelDims& d) {
   switch (s.xform) {
     case Xform::V_HEADS:
-    case Xform::V_HEADS_A:
-      return {d.ssm_dt_rank};
-    case Xform::V_CONV:
-      return {d.conv_channels(), 1, d.ssm_conv_kernel};
-    case Xform::SQUEEZE:
-      return {1, d.n_embd};
+    case Xform::V_HEADS_A: return {d.ssm_dt_rank};
+    case Xform::V_CONV: return {d.conv_channels(), 1, d.ssm_conv_kernel};
+    case Xform::SQUEEZE: return {1, d.n_embd};
     case Xform::COPY:
     case Xform::ADD_ONE:
     case Xform::V_QKV_ROWS:
@@ -127,8 +123,7 @@ std::vector<int64_t> source_shape(const TensorSpec& s, const ModelDims& d) {
     case Xform::V_COLS:
     case Xform::EXPERTS_GATE:
     case Xform::EXPERTS_UP:
-    case Xform::EXPERTS_DOWN:
-      break;
+    case Xform::EXPERTS_DOWN: break;
   }
   return {s.ne.rbegin(), s.ne.rend()};
 }
@@ -148,22 +143,14 @@ void set_transform(const TensorSpec& s, const ModelDims& d, Gather& g) {
   auto heads = [=](int64_t r) -> std::pair<size_t, int64_t> { return {0, grouped_head_for_tiled(r, Hk, Hv)}; };
   g.row_len = s.ne[0];
   switch (s.xform) {
-    case Xform::ADD_ONE:
-      g.op = Op::ADD_ONE;
-      return;
-    case Xform::V_QKV_ROWS:
-      g.row_of = channel;
-      return;
+    case Xform::ADD_ONE: g.op = Op::ADD_ONE; return;
+    case Xform::V_QKV_ROWS: g.row_of = channel; return;
     case Xform::V_CONV:
       g.row_of = channel;
       g.row_len = d.ssm_conv_kernel;
       return;
-    case Xform::V_ROWS:
-      g.row_of = head_rows;
-      return;
-    case Xform::V_HEAD_ROWS:
-      g.row_of = heads;
-      return;
+    case Xform::V_ROWS: g.row_of = head_rows; return;
+    case Xform::V_HEAD_ROWS: g.row_of = heads; return;
     case Xform::V_HEADS:
       g.row_of = heads;
       g.row_len = 1;
@@ -182,8 +169,7 @@ void set_transform(const TensorSpec& s, const ModelDims& d, Gather& g) {
     case Xform::SQUEEZE:
     case Xform::EXPERTS_GATE:
     case Xform::EXPERTS_UP:
-    case Xform::EXPERTS_DOWN:
-      return;
+    case Xform::EXPERTS_DOWN: return;
   }
 }
 

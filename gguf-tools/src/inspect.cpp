@@ -63,42 +63,19 @@ void for_head(const GgufArray& a, size_t n, F&& f) {
     for (const T& x : head_values<T>(a, n)) f(x);
   };
   switch (a.type()) {
-    case GgufType::UINT8:
-      each(std::type_identity<uint8_t>{});
-      return;
-    case GgufType::INT8:
-      each(std::type_identity<int8_t>{});
-      return;
-    case GgufType::UINT16:
-      each(std::type_identity<uint16_t>{});
-      return;
-    case GgufType::INT16:
-      each(std::type_identity<int16_t>{});
-      return;
-    case GgufType::UINT32:
-      each(std::type_identity<uint32_t>{});
-      return;
-    case GgufType::INT32:
-      each(std::type_identity<int32_t>{});
-      return;
-    case GgufType::FLOAT32:
-      each(std::type_identity<float>{});
-      return;
-    case GgufType::BOOL:
-      each(std::type_identity<bool>{});
-      return;
-    case GgufType::UINT64:
-      each(std::type_identity<uint64_t>{});
-      return;
-    case GgufType::INT64:
-      each(std::type_identity<int64_t>{});
-      return;
-    case GgufType::FLOAT64:
-      each(std::type_identity<double>{});
-      return;
+    case GgufType::UINT8: each(std::type_identity<uint8_t>{}); return;
+    case GgufType::INT8: each(std::type_identity<int8_t>{}); return;
+    case GgufType::UINT16: each(std::type_identity<uint16_t>{}); return;
+    case GgufType::INT16: each(std::type_identity<int16_t>{}); return;
+    case GgufType::UINT32: each(std::type_identity<uint32_t>{}); return;
+    case GgufType::INT32: each(std::type_identity<int32_t>{}); return;
+    case GgufType::FLOAT32: each(std::type_identity<float>{}); return;
+    case GgufType::BOOL: each(std::type_identity<bool>{}); return;
+    case GgufType::UINT64: each(std::type_identity<uint64_t>{}); return;
+    case GgufType::INT64: each(std::type_identity<int64_t>{}); return;
+    case GgufType::FLOAT64: each(std::type_identity<double>{}); return;
     case GgufType::STRING:
-    case GgufType::ARRAY:
-      return;
+    case GgufType::ARRAY: return;
   }
 }
 

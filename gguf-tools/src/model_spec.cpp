@@ -244,16 +244,11 @@ int64_t grouped_head_for_tiled(int64_t p, int64_t n_k_heads, int64_t n_v_heads) 
 
 uint32_t llama_ftype(DType type) {
   switch (type) {
-    case DType::F32:
-      return 0;  // LLAMA_FTYPE_ALL_F32
-    case DType::F16:
-      return 1;  // LLAMA_FTYPE_MOSTLY_F16
-    case DType::Q8_0:
-      return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
-    case DType::BF16:
-      return 32;  // LLAMA_FTYPE_MOSTLY_BF16
-    case DType::I32:
-      break;
+    case DType::F32: return 0;    // LLAMA_FTYPE_ALL_F32
+    case DType::F16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
+    case DType::Q8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
+    case DType::BF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+    case DType::I32: break;
   }
   GL_ASSERT(false, "llama_ftype: not a file type");
   return 0;

@@ -106,15 +106,11 @@ struct Generator {
     switch (role) {
       case Role::EMBEDDING:
       case Role::WEIGHT:
-      case Role::CONV1D:
-        return sym * 1.7320508f * scale;
+      case Role::CONV1D: return sym * 1.7320508f * scale;
       case Role::NORM:
-      case Role::SSM_NORM:
-        return 1.0f + 0.1f * sym;
-      case Role::SSM_A:
-        return -std::exp(2.5f * u);
-      case Role::SSM_DT:
-        return 0.5f * sym;
+      case Role::SSM_NORM: return 1.0f + 0.1f * sym;
+      case Role::SSM_A: return -std::exp(2.5f * u);
+      case Role::SSM_DT: return 0.5f * sym;
     }
     return 0.0f;
   }
@@ -123,18 +119,13 @@ struct Generator {
 Generator generator(uint64_t seed, const TensorSpec& s) {
   float scale = 1.0f;
   switch (s.role) {
-    case Role::EMBEDDING:
-      scale = 0.02f;
-      break;
+    case Role::EMBEDDING: scale = 0.02f; break;
     case Role::WEIGHT:
-    case Role::CONV1D:
-      scale = 1.0f / std::sqrt(static_cast<float>(s.ne[0]));
-      break;
+    case Role::CONV1D: scale = 1.0f / std::sqrt(static_cast<float>(s.ne[0])); break;
     case Role::NORM:
     case Role::SSM_NORM:
     case Role::SSM_A:
-    case Role::SSM_DT:
-      break;
+    case Role::SSM_DT: break;
   }
   return {splitmix64(seed ^ fnv1a(s.name)), s.role, scale};
 }

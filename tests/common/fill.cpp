@@ -90,9 +90,7 @@ std::vector<double> generate(const Fill& f, const std::array<int64_t, kMaxDims>&
       break;
     case Fill::Kind::UNIT_ROWS:
     case Fill::Kind::DISTINCT:
-    case Fill::Kind::IDS_DISTINCT:
-      fill_rows(f, ne[0], v, rng);
-      break;
+    case Fill::Kind::IDS_DISTINCT: fill_rows(f, ne[0], v, rng); break;
   }
   return v;
 }

@@ -39,16 +39,11 @@ double apply_unary(const Tensor& node, double x) {
       const ScaleParams& p = node.p<ScaleParams>();
       return x * static_cast<double>(p.scale) + static_cast<double>(p.bias);
     }
-    case Op::SILU:
-      return silu(x);
-    case Op::SIGMOID:
-      return 1.0 / (1.0 + std::exp(-x));
-    case Op::SOFTPLUS:
-      return x > 20.0 ? x : std::log1p(std::exp(x));  // torch's threshold
-    case Op::EXP:
-      return std::exp(x);
-    default:
-      break;  // the other ops never reach this family
+    case Op::SILU: return silu(x);
+    case Op::SIGMOID: return 1.0 / (1.0 + std::exp(-x));
+    case Op::SOFTPLUS: return x > 20.0 ? x : std::log1p(std::exp(x));  // torch's threshold
+    case Op::EXP: return std::exp(x);
+    default: break;  // the other ops never reach this family
   }
   GL_ASSERT(false, "ref::unary: not a unary op");
   return 0.0;
@@ -128,63 +123,38 @@ RefArray sum_rows(const Tensor& node, Srcs s) {
 RefArray reference_eval(const Tensor& node, std::span<const RefArray> srcs) {
   GL_ASSERT(static_cast<int>(srcs.size()) == node.n_srcs(), "reference_eval: one RefArray per source");
   switch (node.op) {
-    case Op::NONE:
-      GL_ASSERT(false, "reference_eval: a leaf has no op to evaluate");
-      break;
-    case Op::GET_ROWS:
-      return ref::get_rows(node, srcs);
-    case Op::SET_ROWS:
-      return ref::set_rows(node, srcs);
+    case Op::NONE: GL_ASSERT(false, "reference_eval: a leaf has no op to evaluate"); break;
+    case Op::GET_ROWS: return ref::get_rows(node, srcs);
+    case Op::SET_ROWS: return ref::set_rows(node, srcs);
     case Op::ADD:
     case Op::SUB:
     case Op::MUL:
-    case Op::DIV:
-      return ref::binary(node, srcs);
+    case Op::DIV: return ref::binary(node, srcs);
     case Op::SCALE:
     case Op::SILU:
     case Op::SIGMOID:
     case Op::SOFTPLUS:
-    case Op::EXP:
-      return ref::unary(node, srcs);
+    case Op::EXP: return ref::unary(node, srcs);
     case Op::RMS_NORM:
-    case Op::L2_NORM:
-      return ref::norm(node, srcs);
-    case Op::MUL_MAT:
-      return ref::mul_mat(node, srcs);
-    case Op::MUL_MAT_ID:
-      return ref::mul_mat_id(node, srcs);
-    case Op::SOFTMAX:
-      return ref::softmax(node, srcs);
-    case Op::FLASH_ATTN:
-      return ref::flash_attn(node, srcs);
-    case Op::ROPE:
-      return ref::rope(node, srcs);
-    case Op::SWIGLU:
-      return ref::swiglu(node, srcs);
-    case Op::CONCAT:
-      return ref::concat(node, srcs);
-    case Op::VIEW:
-      return ref::view(node, srcs);
-    case Op::RESHAPE:
-      return ref::reshape(node, srcs);
-    case Op::PERMUTE:
-      return ref::permute(node, srcs);
-    case Op::TRANSPOSE:
-      return ref::transpose(node, srcs);
-    case Op::CONT:
-      return ref::cont(node, srcs);
-    case Op::CPY:
-      return ref::cpy(node, srcs);
-    case Op::ARGMAX:
-      return ref::argmax(node, srcs);
-    case Op::TOP_K:
-      return ref::top_k(node, srcs);
-    case Op::SUM_ROWS:
-      return ref::sum_rows(node, srcs);
-    case Op::SSM_CONV:
-      return ref::ssm_conv(node, srcs);
-    case Op::GATED_DELTA_RULE:
-      return ref::gated_delta_rule(node, srcs);
+    case Op::L2_NORM: return ref::norm(node, srcs);
+    case Op::MUL_MAT: return ref::mul_mat(node, srcs);
+    case Op::MUL_MAT_ID: return ref::mul_mat_id(node, srcs);
+    case Op::SOFTMAX: return ref::softmax(node, srcs);
+    case Op::FLASH_ATTN: return ref::flash_attn(node, srcs);
+    case Op::ROPE: return ref::rope(node, srcs);
+    case Op::SWIGLU: return ref::swiglu(node, srcs);
+    case Op::CONCAT: return ref::concat(node, srcs);
+    case Op::VIEW: return ref::view(node, srcs);
+    case Op::RESHAPE: return ref::reshape(node, srcs);
+    case Op::PERMUTE: return ref::permute(node, srcs);
+    case Op::TRANSPOSE: return ref::transpose(node, srcs);
+    case Op::CONT: return ref::cont(node, srcs);
+    case Op::CPY: return ref::cpy(node, srcs);
+    case Op::ARGMAX: return ref::argmax(node, srcs);
+    case Op::TOP_K: return ref::top_k(node, srcs);
+    case Op::SUM_ROWS: return ref::sum_rows(node, srcs);
+    case Op::SSM_CONV: return ref::ssm_conv(node, srcs);
+    case Op::GATED_DELTA_RULE: return ref::gated_delta_rule(node, srcs);
   }
   return RefArray(node.ne);
 }

@@ -73,16 +73,11 @@ TEST(Q8_0, ZeroBlockHasZeroScale) {
 // Expected value of v stored in t, where that is a plain rounding (Q8_0 is checked by its bound).
 double stored(DType t, double v) {
   switch (t) {
-    case DType::F32:
-      return static_cast<double>(static_cast<float>(v));
-    case DType::F16:
-      return test::round_to_half(v);
-    case DType::BF16:
-      return test::round_to_bf16(v);
-    case DType::I32:
-      return std::trunc(v);  // values, not bits; toward zero like a C cast
-    case DType::Q8_0:
-      break;
+    case DType::F32: return static_cast<double>(static_cast<float>(v));
+    case DType::F16: return test::round_to_half(v);
+    case DType::BF16: return test::round_to_bf16(v);
+    case DType::I32: return std::trunc(v);  // values, not bits; toward zero like a C cast
+    case DType::Q8_0: break;
   }
   return v;
 }

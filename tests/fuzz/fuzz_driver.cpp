@@ -19,8 +19,8 @@
 namespace {
 
 constexpr std::array<uint64_t, 12> kInteresting = {0, 1, 2, 4, 5, 9, 13, 31, 32, 63, 64, 0x7fffffff};
-constexpr std::array<uint64_t, 5> kInterestingBig = {0xffffffffull, 0x80000000ull, uint64_t{1} << 30,
-                                                     uint64_t{1} << 62, ~uint64_t{0}};
+constexpr std::array<uint64_t, 5> kInterestingBig = {0xffffffffull, 0x80000000ull, uint64_t{1} << 30, uint64_t{1} << 62,
+                                                     ~uint64_t{0}};
 
 class Mutator {
  public:
@@ -40,8 +40,8 @@ class Mutator {
   }
 
   void put_interesting(std::vector<uint8_t>& b) {
-    const uint64_t v = below(3) == 0 ? kInterestingBig[below(kInterestingBig.size())]
-                                     : kInteresting[below(kInteresting.size())];
+    const uint64_t v =
+        below(3) == 0 ? kInterestingBig[below(kInterestingBig.size())] : kInteresting[below(kInteresting.size())];
     const size_t width = size_t{1} << below(4);  // 1, 2, 4 or 8 bytes
     if (b.size() < width) return;
     const size_t at = std::min(pick_offset(b), b.size() - width);
@@ -50,11 +50,16 @@ class Mutator {
 
   void mutate_once(std::vector<uint8_t>& b, const std::vector<std::vector<uint8_t>>& seeds) {
     switch (below(8)) {
-      case 0: if (!b.empty()) b[pick_offset(b)] ^= uint8_t(1u << below(8)); break;
-      case 1: if (!b.empty()) b[pick_offset(b)] = uint8_t(rng_()); break;
-      case 2: case 3: put_interesting(b); break;
+      case 0:
+        if (!b.empty()) b[pick_offset(b)] ^= uint8_t(1u << below(8));
+        break;
+      case 1:
+        if (!b.empty()) b[pick_offset(b)] = uint8_t(rng_());
+        break;
+      case 2:
+      case 3: put_interesting(b); break;
       case 4: b.resize(below(b.size() + 1)); break;  // truncate
-      case 5: {  // delete a range
+      case 5: {                                      // delete a range
         const size_t at = below(b.size() + 1), len = below(std::min<size_t>(b.size() - at, 64) + 1);
         b.erase(b.begin() + ptrdiff_t(at), b.begin() + ptrdiff_t(at + len));
         break;
@@ -108,8 +113,7 @@ int main(int argc, char** argv) {
     LLVMFuzzerTestOneInput(exact.data(), exact.size());
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%llu iterations (rng seed %llu) over %zu seeds in %.2f s\n",
-              static_cast<unsigned long long>(iterations), static_cast<unsigned long long>(rng_seed),
-              seeds.size(), s);
+  std::printf("%llu iterations (rng seed %llu) over %zu seeds in %.2f s\n", static_cast<unsigned long long>(iterations),
+              static_cast<unsigned long long>(rng_seed), seeds.size(), s);
   return 0;
 }

@@ -47,9 +47,11 @@ std::vector<uint8_t> st_bytes(std::string header, size_t data_bytes) {
 std::vector<std::vector<uint8_t>> gl_fuzz_seeds() {
   return {
       st_bytes(R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
-               R"("b":{"dtype":"BF16","shape":[4],"data_offsets":[24,32]}})", 32),
+               R"("b":{"dtype":"BF16","shape":[4],"data_offsets":[24,32]}})",
+               32),
       st_bytes(R"({"e":{"dtype":"F8_E4M3","shape":[1,1,1,1,2],"data_offsets":[0,2]},)"
-               R"("z":{"dtype":"F16","shape":[0],"data_offsets":[2,2]}})", 2),
+               R"("z":{"dtype":"F16","shape":[0],"data_offsets":[2,2]}})",
+               2),
       st_bytes("{}", 0),
   };
 }

@@ -161,21 +161,21 @@ TEST(GgufBad, BoolNotZeroOrOne) {
   parse_error(a.b, "offset 50: key 'k': bool element 1 is 2 (expected 0 or 1)");
 }
 
-TEST(GgufBad, TooManyDims) {
-  parse_error(one_tensor({1, 1, 1, 1, 1}).b, "offset 33: tensor 'w': n_dims 5 exceeds 4");
-}
+TEST(GgufBad, TooManyDims) { parse_error(one_tensor({1, 1, 1, 1, 1}).b, "offset 33: tensor 'w': n_dims 5 exceeds 4"); }
 
 TEST(GgufBad, ShapeOverflowAndNegative) {
-  parse_error(one_tensor({int64_t{1} << 32, int64_t{1} << 32}).b, "tensor 'w': element count [4294967296, "
-                                                                   "4294967296, 1, 1] overflows int64");
+  parse_error(one_tensor({int64_t{1} << 32, int64_t{1} << 32}).b,
+              "tensor 'w': element count [4294967296, "
+              "4294967296, 1, 1] overflows int64");
   parse_error(one_tensor({8, -1}).b, "tensor 'w': ne[1] = -1 is negative");
   // Fits int64 elements but not bytes: f64 (8 bytes each).
   parse_error(one_tensor({int64_t{1} << 62}, 28).b, "byte size of 4611686018427387904 blocks of f64 overflows");
 }
 
 TEST(GgufBad, NameTooLong) {
-  parse_error(one_tensor({8}, kF32, std::string(64, 'n')).b, "offset 24: tensor name 'nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn...' is "
-                                                                "64 bytes (limit 63)");
+  parse_error(one_tensor({8}, kF32, std::string(64, 'n')).b,
+              "offset 24: tensor name 'nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn...' is "
+              "64 bytes (limit 63)");
   Result<GgufFile> ok = GgufFile::from_buffer(one_tensor({8}, kF32, std::string(63, 'n')).b);
   EXPECT_TRUE(ok.ok()) << ok.error();
 }

@@ -93,8 +93,7 @@ TEST(HfConfig, FlatLegacyRopeAndDerivedLayers) {
 TEST(HfConfig, LegacyMropeScaling) {
   std::string j = kFlat;
   const std::string_view from = R"("rope_scaling": null)";
-  j.replace(j.find(from), from.size(),
-            R"("rope_scaling": {"type": "mrope", "mrope_section": [11, 11, 10]})");
+  j.replace(j.find(from), from.size(), R"("rope_scaling": {"type": "mrope", "mrope_section": [11, 11, 10]})");
   Result<HfConfig> c = parse_hf_config(j);
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->rope.type, "mrope");

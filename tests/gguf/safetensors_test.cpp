@@ -113,7 +113,8 @@ TEST(Safetensors, OffsetValidation) {
 
 TEST(Safetensors, CoverageValidation) {
   st_error(st_bytes(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                        "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8),
+                        "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                    8),
            "tensor 'b' [4, 8) overlaps tensor 'a' [0, 8)");
   st_error(st_bytes(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8),
            "4 bytes before tensor 'a' (offset 4) belong to no tensor");
@@ -123,7 +124,8 @@ TEST(Safetensors, CoverageValidation) {
 
 TEST(Safetensors, DuplicateNamesAndDeepNesting) {
   st_error(st_bytes(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
-                        "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4),
+                        "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+                    4),
            "duplicate JSON key 'a'");
   st_error(st_bytes(R"({"a": {"dtype": "F32", "dtype": "F16", "shape": [1], "data_offsets": [0, 4]}})", 4),
            "duplicate JSON key 'dtype'");
@@ -135,7 +137,9 @@ TEST(Safetensors, DuplicateNamesAndDeepNesting) {
 struct Sharded {
   std::string dir = test::tmp_path("ckpt");
   Sharded() { fs::create_directories(dir); }
-  void file(const std::string& name, const std::vector<uint8_t>& bytes) const { test::write_file(dir + "/" + name, bytes); }
+  void file(const std::string& name, const std::vector<uint8_t>& bytes) const {
+    test::write_file(dir + "/" + name, bytes);
+  }
   void index(const std::string& weight_map) const {
     test::write_file(dir + "/model.safetensors.index.json",
                      R"({"metadata": {"total_size": 12}, "weight_map": )" + weight_map + "}");
@@ -183,7 +187,8 @@ TEST(SafetensorsModel, IndexErrors) {
   s.index(R"({"x": "missing.safetensors"})");
   EXPECT_NE(SafetensorsModel::open(s.dir).error().find("shard 'missing.safetensors'"), std::string::npos);
   s.file("b.safetensors", st_bytes(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
-                                      "x": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8));
+                                      "x": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                                   8));
   s.index(R"({"x": "a.safetensors", "w": "b.safetensors"})");
   EXPECT_NE(SafetensorsModel::open(s.dir).error().find("tensor 'x' appears in both"), std::string::npos);
   s.index(R"({"x": 3})");

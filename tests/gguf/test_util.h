@@ -88,8 +88,8 @@ inline std::string parse_error(const std::vector<uint8_t>& bytes, std::string_vi
   EXPECT_FALSE(f.ok()) << "expected an error containing: " << needle;
   if (f.ok()) return {};
   EXPECT_NE(f.error().find(needle), std::string::npos) << "error was: " << f.error() << "\nexpected: " << needle;
-  EXPECT_EQ(f.error().rfind(name + ": offset ", 0), 0u) << "error does not start with the file and offset: "
-                                                        << f.error();
+  EXPECT_EQ(f.error().rfind(name + ": offset ", 0), 0u)
+      << "error does not start with the file and offset: " << f.error();
   return f.error();
 }
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "common/restricted_backend.h"
 #include "ggml-lite/context.h"
 #include "ggml-lite/cpu.h"
 #include "ggml-lite/cuda.h"
-#include "common/restricted_backend.h"
 #include "ggml-lite/executor.h"
 
 namespace gl {
@@ -24,7 +24,6 @@ using test::random_floats;
 
 #define GL_REQUIRE_GPU() \
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible"
-
 
 // A tensor over a whole buffer, for transfers.
 Tensor over(Buffer& b, size_t bytes) {

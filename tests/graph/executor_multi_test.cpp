@@ -10,17 +10,16 @@
 #include <set>
 #include <vector>
 
+#include "common/restricted_backend.h"
 #include "ggml-lite/context.h"
 #include "ggml-lite/cpu.h"
-#include "common/restricted_backend.h"
 #include "ggml-lite/executor.h"
 
 namespace gl {
 namespace {
 
-using test::RestrictedBackend;
 using test::random_floats;
-
+using test::RestrictedBackend;
 
 // A norm -> weight -> silu -> gate -> residual block, plus a SET_ROWS into a cache and reads
 // of the written cache: on the same split as the write (sum_rows) and on the next (scale).

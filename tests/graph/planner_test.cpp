@@ -254,24 +254,12 @@ Graph random_graph(Context& ctx, std::mt19937& rng, int n_ops) {
     Tensor* b = pick();
     Tensor* t = nullptr;
     switch (std::uniform_int_distribution<int>(0, 8)(rng)) {
-      case 0:
-        t = add(ctx, a, b);
-        break;
-      case 1:
-        t = mul(ctx, a, b);
-        break;
-      case 2:
-        t = silu(ctx, a);
-        break;
-      case 3:
-        t = rms_norm(ctx, a, 1e-5f);
-        break;
-      case 4:
-        t = scale(ctx, a, 0.5f);
-        break;
-      case 5:
-        t = cont(ctx, transpose(ctx, reshape(ctx, a, {16, 32})));
-        break;
+      case 0: t = add(ctx, a, b); break;
+      case 1: t = mul(ctx, a, b); break;
+      case 2: t = silu(ctx, a); break;
+      case 3: t = rms_norm(ctx, a, 1e-5f); break;
+      case 4: t = scale(ctx, a, 0.5f); break;
+      case 5: t = cont(ctx, transpose(ctx, reshape(ctx, a, {16, 32}))); break;
       case 6: {
         Tensor* m = mul_mat(ctx, a, b);  // [16, 16]
         t = reshape(ctx, concat(ctx, m, m, 1), {32, 16});
@@ -282,9 +270,7 @@ Graph random_graph(Context& ctx, std::mt19937& rng, int n_ops) {
         t = concat(ctx, v, exp(ctx, v), 1);
         break;
       }
-      default:
-        t = reshape(ctx, a, {16, 32});
-        break;
+      default: t = reshape(ctx, a, {16, 32}); break;
     }
     if (t->ne[0] != 32) t = reshape(ctx, t, {32, 16});
     if (std::uniform_int_distribution<int>(0, 9)(rng) == 0) outputs.push_back(t);

@@ -15,10 +15,10 @@
 namespace gl::test {
 
 struct ModelFixture {
-  std::string name;         // "qwen35-dense-tiny"
-  std::string gguf;         // converted F32 GGUF
-  nlohmann::json meta;      // reference.json
-  SafetensorsFile ref;      // reference.safetensors
+  std::string name;     // "qwen35-dense-tiny"
+  std::string gguf;     // converted F32 GGUF
+  nlohmann::json meta;  // reference.json
+  SafetensorsFile ref;  // reference.safetensors
   std::vector<int32_t> prompt;
   std::vector<int32_t> greedy;
   // Rows of a reference tensor [rows, cols] as floats.
@@ -43,7 +43,7 @@ class FixtureModelTest : public ::testing::TestWithParam<std::string> {
 // Test-name suffix for a fixture: "qwen35-dense-tiny" -> "qwen35_dense_tiny".
 std::string fixture_test_name(const ::testing::TestParamInfo<std::string>& info);
 
-#define GL_INSTANTIATE_FOR_FIXTURES(suite)                                                                    \
+#define GL_INSTANTIATE_FOR_FIXTURES(suite)                                                             \
   INSTANTIATE_TEST_SUITE_P(Fixtures, suite, ::testing::Values("qwen35-dense-tiny", "qwen35-moe-tiny"), \
                            ::gl::test::fixture_test_name)
 

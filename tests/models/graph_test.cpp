@@ -51,8 +51,8 @@ TEST(Qwen35Graph, PrefillSlicesOutputRowsBeforeTheHead) {
 // With the MTP tap, every row's pre-norm hidden state survives but the head still sees one row.
 TEST(Qwen35Graph, HiddenAllKeepsRowsForMtpButHeadIsSliced) {
   MetaModel mm;
-  qwen35::StepGraph g = qwen35::build_step(*mm.model, *mm.cache,
-                                   {.n_tokens = 64, .n_kv = 128, .n_outputs = 1, .hidden_all = true});
+  qwen35::StepGraph g =
+      qwen35::build_step(*mm.model, *mm.cache, {.n_tokens = 64, .n_kv = 128, .n_outputs = 1, .hidden_all = true});
   EXPECT_EQ(g.hidden->ne[1], 64);
   EXPECT_EQ(g.logits->ne[1], 1);
   EXPECT_EQ(rows_of(g, "result_norm"), 1);

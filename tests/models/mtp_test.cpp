@@ -33,7 +33,8 @@ TEST_P(MtpTest, PromptRowsMatchOracle) {
   std::vector<float> logits(static_cast<size_t>(nelements(*g.logits)));
   ex.get_output(*g.logits, logits.data());
   const double err = rel_error(logits, fx_->tensor("mtp_logits"));
-  std::printf("[ metric   ] %s: MTP logits of %d prompt rows, max relative error %.3g\n", GetParam().c_str(), T - 1, err);
+  std::printf("[ metric   ] %s: MTP logits of %d prompt rows, max relative error %.3g\n", GetParam().c_str(), T - 1,
+              err);
   EXPECT_LT(err, 1e-4);
   std::vector<float> h(static_cast<size_t>(nelements(*g.h_mtp)));
   ex.get_output(*g.h_mtp, h.data());

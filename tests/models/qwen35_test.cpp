@@ -43,7 +43,8 @@ TEST_P(Qwen35Test, PrefillLogitsMatchTransformers) {
 TEST_P(Qwen35Test, LayerOutputsMatchTransformers) {
   qwen35::Cache cache(*model_, 64, *cpu_);
   const int T = static_cast<int>(fx_->prompt.size());
-  qwen35::StepGraph g = qwen35::build_step(*model_, cache, {.n_tokens = T, .n_kv = 64, .n_outputs = T, .hidden_all = true});
+  qwen35::StepGraph g =
+      qwen35::build_step(*model_, cache, {.n_tokens = T, .n_kv = 64, .n_outputs = T, .hidden_all = true});
   const int n_layer = model_->hparams().n_layer;
   std::vector<Tensor*> outs;
   for (int il = 0; il < n_layer; ++il) {
@@ -133,7 +134,8 @@ TEST_P(Qwen35Test, VerifyRollbackRestoresState) {
 
     qwen35::Runner plain(*model_, *cpu_, 256, 64);
     ASSERT_TRUE(plain.eval(p, std::vector<int32_t>{0}).ok());
-    for (int i = 0; i < keep; ++i) ASSERT_TRUE(plain.eval(std::span(block).subspan(i, 1), std::vector<int32_t>{0}).ok());
+    for (int i = 0; i < keep; ++i)
+      ASSERT_TRUE(plain.eval(std::span(block).subspan(i, 1), std::vector<int32_t>{0}).ok());
 
     const qwen35::Hparams& hp = model_->hparams();
     for (int il = 0; il < hp.n_layer; ++il) {

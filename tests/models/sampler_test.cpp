@@ -80,7 +80,7 @@ TEST(Sampler, TemperatureScalesLogits) {
   const std::vector<float> logits = log_of({1.0 / 7, 2.0 / 7, 4.0 / 7});  // p ∝ 1, 2, 4
   expect_probs(Sampler({.temperature = 1.0f}).probs(logits), {1.0 / 7, 2.0 / 7, 4.0 / 7});
   expect_probs(Sampler({.temperature = 0.5f}).probs(logits), {1.0 / 21, 4.0 / 21, 16.0 / 21});  // p^2
-  const double z = 3.0 + std::sqrt(2.0);                                                         // p^(1/2)
+  const double z = 3.0 + std::sqrt(2.0);                                                        // p^(1/2)
   expect_probs(Sampler({.temperature = 2.0f}).probs(logits), {1.0 / z, std::sqrt(2.0) / z, 2.0 / z});
 }
 

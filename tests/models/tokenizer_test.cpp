@@ -211,7 +211,10 @@ TEST(TokenizerPre, UnknownNamesUseQwen2) {
 
 TEST(TokenizerPre, InvalidUtf8BytesArePiecesOfTheirOwn) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(split(PreTokenizer("qwen2"), "ab\xff" "cd \xc3"), (V{"ab", "\xff", "cd", " ", "\xc3"}));
+  EXPECT_EQ(split(PreTokenizer("qwen2"),
+                  "ab\xff"
+                  "cd \xc3"),
+            (V{"ab", "\xff", "cd", " ", "\xc3"}));
 }
 
 // ---------------------------------------------------------------- BPE on toy vocabularies
@@ -234,8 +237,8 @@ TEST(TokenizerBpe, EqualRanksMergeLeftmostFirst) {
 TEST(TokenizerBpe, LongInputsAreFast) {
   const Tokenizer t = make(toy_gguf({{"a", "a"}, {"aa", "aa"}, {" ", " "}}));
   const auto t0 = std::chrono::steady_clock::now();
-  for (const std::string& s : {std::string(1 << 20, 'a'), std::string(1 << 20, ' '), std::string(1 << 19, '\n'),
-                               std::string(1 << 18, '!')}) {
+  for (const std::string& s :
+       {std::string(1 << 20, 'a'), std::string(1 << 20, ' '), std::string(1 << 19, '\n'), std::string(1 << 18, '!')}) {
     const std::vector<int32_t> ids = t.encode(s);
     EXPECT_EQ(t.decode(ids), s);
   }
@@ -244,8 +247,8 @@ TEST(TokenizerBpe, LongInputsAreFast) {
 }
 
 TEST(TokenizerSpecial, LongestMatchWins) {
-  const Tokenizer t = make(toy_gguf({}, {{"<|x|>", TokenType::CONTROL}, {"<|x|>!", TokenType::USER_DEFINED},
-                                         {"<tool>", TokenType::USER_DEFINED}}));
+  const Tokenizer t = make(toy_gguf(
+      {}, {{"<|x|>", TokenType::CONTROL}, {"<|x|>!", TokenType::USER_DEFINED}, {"<tool>", TokenType::USER_DEFINED}}));
   const int32_t x = 256, x_bang = 257, tool = 258;
   EXPECT_EQ(t.encode("a<|x|>!<|x|>b<tool>"), (std::vector<int32_t>{'a', x_bang, x, 'b', tool}));
   // Without parse_special only control tokens lose their meaning.
@@ -364,11 +367,13 @@ TEST(TokenizerUtf8, StreamHoldsIncompleteTails) {
   EXPECT_EQ(emitted, (std::vector<size_t>{1, 0, 0, 3, 0, 0, 0, 4}));
   EXPECT_EQ(s.pending(), 0u);
 
-  EXPECT_EQ(s.push("\xff"), "\xff");          // never valid: passed through at once
-  EXPECT_EQ(s.push("\xe2\x82"), "");           // may still complete
-  EXPECT_EQ(s.push("A"), "\xe2\x82" "A");      // cannot complete any more
+  EXPECT_EQ(s.push("\xff"), "\xff");  // never valid: passed through at once
+  EXPECT_EQ(s.push("\xe2\x82"), "");  // may still complete
+  EXPECT_EQ(s.push("A"),
+            "\xe2\x82"
+            "A");  // cannot complete any more
   EXPECT_EQ(s.push("x\xf0\x9f"), "x");
-  EXPECT_EQ(s.flush(), "\xf0\x9f");            // end of stream: the partial tail as it is
+  EXPECT_EQ(s.flush(), "\xf0\x9f");  // end of stream: the partial tail as it is
   EXPECT_EQ(s.pending(), 0u);
 }
 

@@ -10,14 +10,10 @@ using In = CaseInputs;
 
 Tensor* apply_binary(Op op, Context& ctx, Tensor* a, Tensor* b) {
   switch (op) {
-    case Op::ADD:
-      return add(ctx, a, b);
-    case Op::SUB:
-      return sub(ctx, a, b);
-    case Op::MUL:
-      return mul(ctx, a, b);
-    default:
-      return div(ctx, a, b);  // only the four binary ops reach here
+    case Op::ADD: return add(ctx, a, b);
+    case Op::SUB: return sub(ctx, a, b);
+    case Op::MUL: return mul(ctx, a, b);
+    default: return div(ctx, a, b);  // only the four binary ops reach here
   }
 }
 
@@ -64,16 +60,11 @@ void add_binary_cases(Op op, std::vector<OpCase>& out) {
 
 Tensor* apply_unary(Op op, Context& ctx, Tensor* a) {
   switch (op) {
-    case Op::SCALE:
-      return scale(ctx, a, 0.75f, -0.25f);
-    case Op::SILU:
-      return silu(ctx, a);
-    case Op::SIGMOID:
-      return sigmoid(ctx, a);
-    case Op::SOFTPLUS:
-      return softplus(ctx, a);
-    default:
-      return exp(ctx, a);  // only the unary ops reach here
+    case Op::SCALE: return scale(ctx, a, 0.75f, -0.25f);
+    case Op::SILU: return silu(ctx, a);
+    case Op::SIGMOID: return sigmoid(ctx, a);
+    case Op::SOFTPLUS: return softplus(ctx, a);
+    default: return exp(ctx, a);  // only the unary ops reach here
   }
 }
 

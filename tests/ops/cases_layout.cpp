@@ -14,15 +14,11 @@ std::string tname(DType t) { return std::string(dtype_name(t)); }
 // Rounding bound of storing exact values in t (exact for f32).
 double store_nmse(DType t) {
   switch (t) {
-    case DType::F16:
-      return kNmseF16Out;
-    case DType::BF16:
-      return kNmseBf16Out;
-    case DType::Q8_0:
-      return kNmseQ8Out;
+    case DType::F16: return kNmseF16Out;
+    case DType::BF16: return kNmseBf16Out;
+    case DType::Q8_0: return kNmseQ8Out;
     case DType::F32:
-    case DType::I32:
-      break;
+    case DType::I32: break;
   }
   return kExact;
 }

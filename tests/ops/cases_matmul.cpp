@@ -16,15 +16,11 @@ constexpr double kNmseCpu = kNmseF32Sum;
 // dot products (as ggml-cuda does), adding that format's rounding of x.
 double device_nmse(DType w) {
   switch (w) {
-    case DType::F16:
-      return kNmseF16Out;  // x rounded to f16
-    case DType::BF16:
-      return kNmseBf16Out;  // x rounded to bf16
-    case DType::Q8_0:
-      return kNmseQ8Out;  // x quantized to 8 bits per block of 32
+    case DType::F16: return kNmseF16Out;    // x rounded to f16
+    case DType::BF16: return kNmseBf16Out;  // x rounded to bf16
+    case DType::Q8_0: return kNmseQ8Out;    // x quantized to 8 bits per block of 32
     case DType::F32:
-    case DType::I32:
-      break;
+    case DType::I32: break;
   }
   return kNmseF32Sum;
 }

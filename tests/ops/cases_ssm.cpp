@@ -37,17 +37,17 @@ void add_ssm_conv(std::vector<OpCase>& out) {
   // The GDN input path, concat -> ssm_conv -> silu (CUDA: one kernel); the result reads the conv and
   // the window again, so the fused stores of every node are checked.
   for (const int64_t t : {1, 2, 6}) {
-    out.push_back({.name = fmt::format("ssm_conv_f32_C96_K4_T{}_window_conv_silu", t),
-                   .op = Op::SSM_CONV,
-                   .build =
-                       [=](In& in) {
-                         Tensor* window =
-                             concat(in.ctx, in.input(DType::F32, {96, 3}), in.input(DType::F32, {96, t}), 1);
-                         Tensor* conv = ssm_conv(in.ctx, window, in.input(DType::F32, {4, 96}));
-                         Tensor* act = add(in.ctx, silu(in.ctx, conv), conv);
-                         return concat(in.ctx, act, window, 1);
-                       },
-                   .max_nmse = kNmseConv});
+    out.push_back(
+        {.name = fmt::format("ssm_conv_f32_C96_K4_T{}_window_conv_silu", t),
+         .op = Op::SSM_CONV,
+         .build =
+             [=](In& in) {
+               Tensor* window = concat(in.ctx, in.input(DType::F32, {96, 3}), in.input(DType::F32, {96, t}), 1);
+               Tensor* conv = ssm_conv(in.ctx, window, in.input(DType::F32, {4, 96}));
+               Tensor* act = add(in.ctx, silu(in.ctx, conv), conv);
+               return concat(in.ctx, act, window, 1);
+             },
+         .max_nmse = kNmseConv});
   }
   c("f32_C31_K3_T6", 31, 3, 6, false);
 }

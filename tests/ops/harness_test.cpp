@@ -30,20 +30,11 @@ class FaultyBackend final : public Backend {
     Tensor& out = *nodes.back();
     auto* bytes = static_cast<uint8_t*>(out.data);
     switch (fault_) {
-      case Fault::NONE:
-        break;
-      case Fault::WRITE_PAST_OUTPUT:
-        bytes[nbytes(out)] = 0;
-        break;
-      case Fault::WRITE_INPUT:
-        static_cast<uint8_t*>(out.src[0]->data)[0] ^= 1;
-        break;
-      case Fault::PERTURB_ONE_ELEMENT:
-        reinterpret_cast<float*>(bytes)[17] += 0.5f;
-        break;
-      case Fault::FLIP_LOW_BIT:
-        bytes[4 * 17] ^= 1;
-        break;
+      case Fault::NONE: break;
+      case Fault::WRITE_PAST_OUTPUT: bytes[nbytes(out)] = 0; break;
+      case Fault::WRITE_INPUT: static_cast<uint8_t*>(out.src[0]->data)[0] ^= 1; break;
+      case Fault::PERTURB_ONE_ELEMENT: reinterpret_cast<float*>(bytes)[17] += 0.5f; break;
+      case Fault::FLIP_LOW_BIT: bytes[4 * 17] ^= 1; break;
       case Fault::READ_UNWRITTEN: {  // adds the float in the output's alignment padding, which nobody wrote
         float pad;
         std::memcpy(&pad, bytes + nbytes(out), sizeof pad);

@@ -108,15 +108,11 @@ inline std::vector<Expect> expected_tensors(const std::vector<std::string>& para
 // ggml ne of the GGUF tensor from the PyTorch shape of its source.
 inline std::vector<int64_t> expected_ne(Kind k, const std::vector<int64_t>& src) {
   switch (k) {
-    case Kind::CONV:
-      return {src[2], src[0]};  // [C, 1, Kc] -> {Kc, C}
+    case Kind::CONV: return {src[2], src[0]};  // [C, 1, Kc] -> {Kc, C}
     case Kind::EXP_GATE:
-    case Kind::EXP_UP:
-      return {src[2], src[1] / 2, src[0]};  // [E, 2Fe, H] -> {H, Fe, E}
-    case Kind::SHEXP_GATE:
-      return {src[1]};  // [1, H] -> {H}
-    default:
-      return {src.rbegin(), src.rend()};
+    case Kind::EXP_UP: return {src[2], src[1] / 2, src[0]};  // [E, 2Fe, H] -> {H, Fe, E}
+    case Kind::SHEXP_GATE: return {src[1]};                  // [1, H] -> {H}
+    default: return {src.rbegin(), src.rend()};
   }
 }
 
@@ -153,26 +149,20 @@ inline std::vector<float> expected_values(Kind k, const std::vector<float>& x, c
   switch (k) {
     case Kind::COPY:
     case Kind::EXP_DOWN:
-    case Kind::SHEXP_GATE:
-      return x;
+    case Kind::SHEXP_GATE: return x;
     case Kind::NORM1:
       y = x;
       for (float& v : y) v += 1.0f;
       return y;
-    case Kind::DT:
-      return reorder_blocks(x, 0, g.Hv, 1, g);
+    case Kind::DT: return reorder_blocks(x, 0, g.Hv, 1, g);
     case Kind::A_LOG:
       y = reorder_blocks(x, 0, g.Hv, 1, g);
       for (float& v : y) v = -std::exp(v);
       return y;
-    case Kind::QKV:
-      return reorder_blocks(x, qk * H, g.Hv, Dv * H, g);
-    case Kind::Z:
-      return reorder_blocks(x, 0, g.Hv, Dv * H, g);
-    case Kind::BA:
-      return reorder_blocks(x, 0, g.Hv, H, g);
-    case Kind::CONV:
-      return reorder_blocks(x, qk * Kc, g.Hv, Dv * Kc, g);
+    case Kind::QKV: return reorder_blocks(x, qk * H, g.Hv, Dv * H, g);
+    case Kind::Z: return reorder_blocks(x, 0, g.Hv, Dv * H, g);
+    case Kind::BA: return reorder_blocks(x, 0, g.Hv, H, g);
+    case Kind::CONV: return reorder_blocks(x, qk * Kc, g.Hv, Dv * Kc, g);
     case Kind::OUT: {
       y = x;
       const size_t cols = static_cast<size_t>(g.Hv) * Dv;

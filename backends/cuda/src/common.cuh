@@ -14,18 +14,16 @@ namespace gl::cuda {
 // Programmer-level failures (a CUDA call that must not fail) abort with file:line and the call.
 [[noreturn]] void fail(const char* file, int line, const char* call, const char* msg);
 
-#define GL_CUDA_CHECK(call)                                                    \
-  do {                                                                         \
-    cudaError_t gl_err_ = (call);                                              \
-    if (gl_err_ != cudaSuccess)                                                \
-      ::gl::cuda::fail(__FILE__, __LINE__, #call, cudaGetErrorString(gl_err_)); \
+#define GL_CUDA_CHECK(call)                                                                               \
+  do {                                                                                                    \
+    cudaError_t gl_err_ = (call);                                                                         \
+    if (gl_err_ != cudaSuccess) ::gl::cuda::fail(__FILE__, __LINE__, #call, cudaGetErrorString(gl_err_)); \
   } while (0)
 
-#define GL_CUBLAS_CHECK(call)                                                                  \
-  do {                                                                                         \
-    cublasStatus_t gl_st_ = (call);                                                            \
-    if (gl_st_ != CUBLAS_STATUS_SUCCESS)                                                       \
-      ::gl::cuda::fail(__FILE__, __LINE__, #call, cublasGetStatusString(gl_st_));             \
+#define GL_CUBLAS_CHECK(call)                                                                                        \
+  do {                                                                                                               \
+    cublasStatus_t gl_st_ = (call);                                                                                  \
+    if (gl_st_ != CUBLAS_STATUS_SUCCESS) ::gl::cuda::fail(__FILE__, __LINE__, #call, cublasGetStatusString(gl_st_)); \
   } while (0)
 
 // Programmatic dependent launch (sm_90).

@@ -8,11 +8,11 @@
 #include "buffer.cuh"
 #include "common.cuh"
 #include "device.cuh"
+#include "ggml-lite/cuda.h"
 #include "graph_cache.cuh"
+#include "ops/kernels.cuh"
 #include "profiler.cuh"
 #include "staging.cuh"
-#include "ggml-lite/cuda.h"
-#include "ops/kernels.cuh"
 
 namespace gl::cuda {
 namespace {

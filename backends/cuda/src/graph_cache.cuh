@@ -54,7 +54,7 @@ class GraphCache {
   size_t capacity_;
   std::vector<uint64_t> sig_;  // the signature of the node list being run
   std::unordered_multimap<uint64_t, Entry> graphs_;
-  std::unordered_set<uint64_t> seen_;        // signatures run once, eagerly
+  std::unordered_set<uint64_t> seen_;  // signatures run once, eagerly
   std::unordered_set<uint64_t> uncapturable_;
   uint64_t clock_ = 0;
   int64_t n_replays_ = 0, n_captures_ = 0;

@@ -38,8 +38,7 @@ Profiler::Profiler() {
 
 void Profiler::step_begin(cudaStream_t s) {
   if (!timing_ || step_open_) return;
-  if (have_last_sync_)
-    host_gap_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - last_sync_).count();
+  if (have_last_sync_) host_gap_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - last_sync_).count();
   GL_CUDA_CHECK(cudaEventRecord(step_ev_[0], s));
   step_open_ = true;
 }
@@ -112,7 +111,7 @@ std::string Profiler::report() const {
   int64_t launches = 0;
   for (const auto& [k, r] : rows) total += r.ms, launches += r.count;
   std::string out = format("cuda profile: %lld launches, %.3f ms of kernels over %lld synchronised steps\n",
-                            static_cast<long long>(launches), total, static_cast<long long>(n_syncs_));
+                           static_cast<long long>(launches), total, static_cast<long long>(n_syncs_));
   out += format("%10s %6s %8s %9s  %s\n", "total ms", "%", "count", "avg us", "op  sources");
   for (size_t i = 0; i < rows.size() && i < 40; ++i) {
     const Row& r = rows[i].second;

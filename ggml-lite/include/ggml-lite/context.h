@@ -30,8 +30,8 @@ class Context {
   Tensor* new_op(Op op, DType type, const std::array<int64_t, kMaxDims>& ne, OpParams params,
                  std::initializer_list<Tensor*> srcs);
   // A view of a's memory (root-normalised) with the given shape and strides.
-  Tensor* new_view(Op op, Tensor* a, const std::array<int64_t, kMaxDims>& ne,
-                   const std::array<size_t, kMaxDims>& nb, size_t offset, OpParams params);
+  Tensor* new_view(Op op, Tensor* a, const std::array<int64_t, kMaxDims>& ne, const std::array<size_t, kMaxDims>& nb,
+                   size_t offset, OpParams params);
 
   size_t size() const { return tensors_.size(); }
   auto begin() { return tensors_.begin(); }

@@ -22,11 +22,11 @@ inline constexpr int kDTypeCount = 5;
 
 struct DTypeTraits {
   std::string_view name;
-  int64_t block_size;   // elements per block (1 for plain types)
-  size_t block_bytes;   // bytes per block
-  uint32_t ggml_type;   // ggml / GGUF type id
-  bool is_float;        // F32, F16, BF16 (usable as activations)
-  bool is_quant;        // block-quantized
+  int64_t block_size;  // elements per block (1 for plain types)
+  size_t block_bytes;  // bytes per block
+  uint32_t ggml_type;  // ggml / GGUF type id
+  bool is_float;       // F32, F16, BF16 (usable as activations)
+  bool is_quant;       // block-quantized
 };
 
 const DTypeTraits& dtype_traits(DType t);

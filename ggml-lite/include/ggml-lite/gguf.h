@@ -46,8 +46,19 @@ class MappedFile;
 
 // GGUF value types; the numbers are the on-disk ids.
 enum class GgufType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-  BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 inline constexpr uint32_t kGgufTypeCount = 13;
 inline constexpr uint32_t kGgufDefaultAlignment = 32;
@@ -59,21 +70,60 @@ std::string_view gguf_type_name(GgufType t);  // "u32", "string", "array", ...
 size_t gguf_type_size(GgufType t);            // bytes of a scalar; 0 for STRING and ARRAY
 
 // Maps a C++ type to its GGUF type: uint8_t..double, bool, std::string.
-template <class T> struct GgufTypeOf;
-template <> struct GgufTypeOf<uint8_t> { static constexpr GgufType value = GgufType::UINT8; };
-template <> struct GgufTypeOf<int8_t> { static constexpr GgufType value = GgufType::INT8; };
-template <> struct GgufTypeOf<uint16_t> { static constexpr GgufType value = GgufType::UINT16; };
-template <> struct GgufTypeOf<int16_t> { static constexpr GgufType value = GgufType::INT16; };
-template <> struct GgufTypeOf<uint32_t> { static constexpr GgufType value = GgufType::UINT32; };
-template <> struct GgufTypeOf<int32_t> { static constexpr GgufType value = GgufType::INT32; };
-template <> struct GgufTypeOf<float> { static constexpr GgufType value = GgufType::FLOAT32; };
-template <> struct GgufTypeOf<bool> { static constexpr GgufType value = GgufType::BOOL; };
-template <> struct GgufTypeOf<std::string> { static constexpr GgufType value = GgufType::STRING; };
-template <> struct GgufTypeOf<uint64_t> { static constexpr GgufType value = GgufType::UINT64; };
-template <> struct GgufTypeOf<int64_t> { static constexpr GgufType value = GgufType::INT64; };
-template <> struct GgufTypeOf<double> { static constexpr GgufType value = GgufType::FLOAT64; };
 template <class T>
-concept GgufElement = requires { GgufTypeOf<T>::value; };
+struct GgufTypeOf;
+template <>
+struct GgufTypeOf<uint8_t> {
+  static constexpr GgufType value = GgufType::UINT8;
+};
+template <>
+struct GgufTypeOf<int8_t> {
+  static constexpr GgufType value = GgufType::INT8;
+};
+template <>
+struct GgufTypeOf<uint16_t> {
+  static constexpr GgufType value = GgufType::UINT16;
+};
+template <>
+struct GgufTypeOf<int16_t> {
+  static constexpr GgufType value = GgufType::INT16;
+};
+template <>
+struct GgufTypeOf<uint32_t> {
+  static constexpr GgufType value = GgufType::UINT32;
+};
+template <>
+struct GgufTypeOf<int32_t> {
+  static constexpr GgufType value = GgufType::INT32;
+};
+template <>
+struct GgufTypeOf<float> {
+  static constexpr GgufType value = GgufType::FLOAT32;
+};
+template <>
+struct GgufTypeOf<bool> {
+  static constexpr GgufType value = GgufType::BOOL;
+};
+template <>
+struct GgufTypeOf<std::string> {
+  static constexpr GgufType value = GgufType::STRING;
+};
+template <>
+struct GgufTypeOf<uint64_t> {
+  static constexpr GgufType value = GgufType::UINT64;
+};
+template <>
+struct GgufTypeOf<int64_t> {
+  static constexpr GgufType value = GgufType::INT64;
+};
+template <>
+struct GgufTypeOf<double> {
+  static constexpr GgufType value = GgufType::FLOAT64;
+};
+template <class T>
+concept GgufElement = requires {
+  GgufTypeOf<T>::value;
+};
 template <class T>
 concept GgufNumeric = GgufElement<T> && !std::is_same_v<T, std::string>;
 
@@ -85,7 +135,9 @@ class GgufArray {
   template <GgufElement T>
   static GgufArray of(const std::vector<T>& v);
   template <GgufElement T>
-  static GgufArray of(std::initializer_list<T> v) { return of(std::vector<T>(v)); }
+  static GgufArray of(std::initializer_list<T> v) {
+    return of(std::vector<T>(v));
+  }
   // Packed elements of a non-string type (count * gguf_type_size(type) bytes).
   static GgufArray from_raw(GgufType type, std::vector<uint8_t> raw);
 
@@ -106,8 +158,8 @@ class GgufArray {
 };
 
 // One value; the alternative index equals the GgufType id.
-using GgufValue = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
-                               std::string, GgufArray, uint64_t, int64_t, double>;
+using GgufValue = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string,
+                               GgufArray, uint64_t, int64_t, double>;
 inline GgufType gguf_type_of(const GgufValue& v) { return static_cast<GgufType>(v.index()); }
 
 struct GgufKV {
@@ -129,11 +181,11 @@ std::string ggml_type_name(uint32_t ggml_type);  // "q4_K", or "unknown type 99"
 struct GgufTensorInfo {
   std::string name;
   uint32_t ggml_type = 0;
-  uint32_t n_dims = 1;                   // 0..4, as stored
+  uint32_t n_dims = 1;                    // 0..4, as stored
   std::array<int64_t, 4> ne{1, 1, 1, 1};  // ggml order, ne[0] contiguous
-  uint64_t offset = 0;                   // from the start of the data section
+  uint64_t offset = 0;                    // from the start of the data section
   uint64_t nbytes = 0;
-  const uint8_t* data = nullptr;         // into the file or caller memory; null if none
+  const uint8_t* data = nullptr;  // into the file or caller memory; null if none
 
   int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   std::span<const uint8_t> bytes() const { return {data, data ? nbytes : 0}; }
@@ -180,15 +232,13 @@ class GgufFile {
   Result<DType> tensor_dtype(const GgufTensorInfo& t) const;
   // Appends a tensor after validating name, shape and type. data (nbytes long) may be null
   // when the file is only a metadata template for GgufWriter; else it must outlive write().
-  Status add_tensor(std::string name, uint32_t ggml_type, std::span<const int64_t> ne,
-                    const void* data = nullptr);
-  Status add_tensor(std::string name, DType type, std::initializer_list<int64_t> ne,
-                    const void* data = nullptr);
+  Status add_tensor(std::string name, uint32_t ggml_type, std::span<const int64_t> ne, const void* data = nullptr);
+  Status add_tensor(std::string name, DType type, std::initializer_list<int64_t> ne, const void* data = nullptr);
   Status set_tensor_data(std::string_view name, const void* data);
 
   // ---- writing (always version 3, alignment from general.alignment) ----
-  Result<uint64_t> meta_size() const;  // header, KVs, infos and padding
-  Result<uint64_t> file_size() const;  // meta_size plus padded tensor data
+  Result<uint64_t> meta_size() const;           // header, KVs, infos and padding
+  Result<uint64_t> file_size() const;           // meta_size plus padded tensor data
   Status write(const std::string& path) const;  // every tensor needs data
   Result<std::vector<uint8_t>> to_bytes() const;
 
@@ -236,7 +286,7 @@ class GgufWriter {
   uint32_t alignment_ = kGgufDefaultAlignment;
   std::vector<std::string> names_;
   std::vector<uint64_t> sizes_;
-  size_t cur_ = 0;           // first incomplete tensor
+  size_t cur_ = 0;            // first incomplete tensor
   uint64_t cur_written_ = 0;  // bytes of tensor cur_ written so far
   bool begun_ = false;
   bool done_ = false;
@@ -280,8 +330,7 @@ std::vector<T> GgufArray::values() const {
 template <GgufElement T>
 Result<T> GgufFile::get(std::string_view key) const {
   const GgufValue* v = find(key);
-  if (!v || gguf_type_of(*v) != GgufTypeOf<T>::value)
-    return missing_or_wrong(key, GgufTypeOf<T>::value, false);
+  if (!v || gguf_type_of(*v) != GgufTypeOf<T>::value) return missing_or_wrong(key, GgufTypeOf<T>::value, false);
   return std::get<T>(*v);
 }
 

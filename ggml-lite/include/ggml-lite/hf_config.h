@@ -26,7 +26,7 @@ namespace gl {
 enum class HfLayerType : uint8_t { LINEAR_ATTENTION, FULL_ATTENTION };
 
 struct HfRope {
-  std::string type = "default";       // rope_type ("default", "mrope", ...)
+  std::string type = "default";        // rope_type ("default", "mrope", ...)
   double theta = 0;                    // rope_theta (required)
   double partial_rotary_factor = 1.0;  // fraction of head_dim that is rotated (required)
   std::vector<int64_t> mrope_section;  // e.g. {11, 11, 10}; empty when absent

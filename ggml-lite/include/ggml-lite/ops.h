@@ -75,8 +75,8 @@ enum class Op : uint8_t {
 #undef X
 };
 
-using OpParams = std::variant<NoParams, ScaleParams, NormParams, SoftmaxParams, RopeParams, ConcatParams,
-                              ViewParams, PermuteParams, TopKParams, GdrParams>;
+using OpParams = std::variant<NoParams, ScaleParams, NormParams, SoftmaxParams, RopeParams, ConcatParams, ViewParams,
+                              PermuteParams, TopKParams, GdrParams>;
 
 struct OpInfo {
   std::string_view name;  // lower case, e.g. "mul_mat"
@@ -118,8 +118,7 @@ Tensor* softmax(Context& ctx, Tensor* a, Tensor* mask, float scale, bool causal)
 // Fused attention (FLASH_ATTN in ops.def): q [Dk, H, T] against the span k [Dk, Hkv, N],
 // v [Dv, Hkv, N] (a KV cache view); mask (optional) F32 [N, T] is added to every head's scores.
 Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale, bool causal = false);
-Tensor* rope(Context& ctx, Tensor* x, Tensor* pos, int n_dims, float freq_base, RopeMode mode,
-             float freq_scale = 1.0f);
+Tensor* rope(Context& ctx, Tensor* x, Tensor* pos, int n_dims, float freq_base, RopeMode mode, float freq_scale = 1.0f);
 
 Tensor* silu(Context& ctx, Tensor* a);
 Tensor* sigmoid(Context& ctx, Tensor* a);
@@ -134,8 +133,7 @@ Tensor* view(Context& ctx, Tensor* a, std::initializer_list<int64_t> ne, std::in
              size_t offset);
 Tensor* view_1d(Context& ctx, Tensor* a, int64_t ne0, size_t offset);
 Tensor* view_2d(Context& ctx, Tensor* a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset);
-Tensor* view_3d(Context& ctx, Tensor* a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2,
-                size_t offset);
+Tensor* view_3d(Context& ctx, Tensor* a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset);
 Tensor* reshape(Context& ctx, Tensor* a, std::initializer_list<int64_t> ne);  // a must be contiguous
 Tensor* permute(Context& ctx, Tensor* a, int ax0, int ax1, int ax2, int ax3);
 Tensor* transpose(Context& ctx, Tensor* a);  // swaps dims 0 and 1
@@ -155,7 +153,7 @@ struct GdrResult {
   Tensor* out;     // view: F32 [Dv, Hv, T]
   Tensor* states;  // view: F32 [Dv, Dk, Hv, n_states]; states->... last is the final state
 };
-GdrResult gated_delta_rule(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* g, Tensor* beta,
-                           Tensor* state, int n_states);
+GdrResult gated_delta_rule(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* g, Tensor* beta, Tensor* state,
+                           int n_states);
 
 }  // namespace gl

@@ -35,9 +35,9 @@ struct SafetensorsTensor {
   std::string dtype_name;      // as in the header: "BF16", "F32", "F8_E4M3", ...
   std::vector<int64_t> shape;  // PyTorch order, outermost first; empty for a scalar
   std::span<const uint8_t> data;
-  uint64_t data_begin = 0;     // data_offsets from the header (relative to the data region)
+  uint64_t data_begin = 0;  // data_offsets from the header (relative to the data region)
   uint64_t data_end = 0;
-  std::string file;            // the file that holds it (for errors)
+  std::string file;  // the file that holds it (for errors)
 
   int64_t nelements() const;
   // F32, F16 or BF16; else "<file>: tensor 'x' has dtype F8_E4M3 (supported: F32, F16, BF16)".

@@ -71,8 +71,8 @@ class [[nodiscard]] Status {
 
 // Propagates an error from a Status-returning expression, from a function that
 // returns Status or Result<T>.
-#define GL_TRY(expr)                                              \
-  do {                                                            \
-    ::gl::Status gl_try_s_ = (expr);                              \
-    if (!gl_try_s_.ok()) return ::gl::Error(gl_try_s_.error());   \
+#define GL_TRY(expr)                                            \
+  do {                                                          \
+    ::gl::Status gl_try_s_ = (expr);                            \
+    if (!gl_try_s_.ok()) return ::gl::Error(gl_try_s_.error()); \
   } while (0)

@@ -47,10 +47,10 @@ struct Tensor {
   uint32_t flags = 0;
   std::string name;
 
-  void* data = nullptr;        // host-visible or device pointer, set by planner/loader
-  Buffer* buffer = nullptr;    // buffer that holds data
-  int backend_id = -1;         // set by the scheduler
-  int64_t arena_offset = -1;   // set by the memory planner (-1: not in an arena)
+  void* data = nullptr;       // host-visible or device pointer, set by planner/loader
+  Buffer* buffer = nullptr;   // buffer that holds data
+  int backend_id = -1;        // set by the scheduler
+  int64_t arena_offset = -1;  // set by the memory planner (-1: not in an arena)
 
   int n_srcs() const {
     int n = 0;
@@ -59,7 +59,9 @@ struct Tensor {
   }
   bool has_flag(TensorFlag f) const { return (flags & f) != 0; }
   template <class P>
-  const P& p() const { return std::get<P>(params); }
+  const P& p() const {
+    return std::get<P>(params);
+  }
 };
 
 int64_t nelements(const Tensor& t);

@@ -48,8 +48,8 @@ const GgufValue* GgufFile::find(std::string_view key) const {
 
 Error GgufFile::missing_or_wrong(std::string_view key, GgufType expected, bool array) const {
   const GgufValue* v = find(key);
-  const std::string want = array ? fmt::format("array of {}", gguf_type_name(expected))
-                                 : std::string(gguf_type_name(expected));
+  const std::string want =
+      array ? fmt::format("array of {}", gguf_type_name(expected)) : std::string(gguf_type_name(expected));
   if (!v) return Error(fmt::format("{}: key '{}' not found (expected {})", name_, key, want));
   std::string have(gguf_type_name(gguf_type_of(*v)));
   if (const GgufArray* a = std::get_if<GgufArray>(v)) have = fmt::format("array of {}", gguf_type_name(a->type()));
@@ -102,12 +102,11 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 Result<DType> GgufFile::tensor_dtype(const GgufTensorInfo& t) const {
   if (std::optional<DType> d = t.dtype()) return *d;
-  return Error(fmt::format("{}: tensor '{}' has type {}, which ggml-lite cannot compute with", name_,
-                           t.name, ggml_type_name(t.ggml_type)));
+  return Error(fmt::format("{}: tensor '{}' has type {}, which ggml-lite cannot compute with", name_, t.name,
+                           ggml_type_name(t.ggml_type)));
 }
 
-Status GgufFile::add_tensor(std::string name, uint32_t ggml_type, std::span<const int64_t> ne,
-                            const void* data) {
+Status GgufFile::add_tensor(std::string name, uint32_t ggml_type, std::span<const int64_t> ne, const void* data) {
   std::string problem = tensor_name_problem(name);
   if (problem.empty() && find_tensor(name)) problem = fmt::format("duplicate tensor name '{}'", name);
   if (ne.size() > 4) problem = fmt::format("tensor '{}': {} dims (at most 4)", name, ne.size());
@@ -129,10 +128,9 @@ Status GgufFile::add_tensor(std::string name, uint32_t ggml_type, std::span<cons
   return {};
 }
 
-Status GgufFile::add_tensor(std::string name, DType type, std::initializer_list<int64_t> ne,
-                            const void* data) {
-  return add_tensor(std::move(name), dtype_traits(type).ggml_type,
-                    std::span<const int64_t>(ne.begin(), ne.size()), data);
+Status GgufFile::add_tensor(std::string name, DType type, std::initializer_list<int64_t> ne, const void* data) {
+  return add_tensor(std::move(name), dtype_traits(type).ggml_type, std::span<const int64_t>(ne.begin(), ne.size()),
+                    data);
 }
 
 Status GgufFile::set_tensor_data(std::string_view name, const void* data) {

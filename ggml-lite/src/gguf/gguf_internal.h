@@ -28,8 +28,8 @@ inline bool is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 // Checks type, dims and element/byte counts of a tensor and computes its size.
 // Returns "" when valid, else the problem (without the tensor name).
-std::string tensor_shape_problem(uint32_t ggml_type, uint32_t n_dims,
-                                 const std::array<int64_t, 4>& ne, uint64_t& nbytes);
+std::string tensor_shape_problem(uint32_t ggml_type, uint32_t n_dims, const std::array<int64_t, 4>& ne,
+                                 uint64_t& nbytes);
 // "" when name can be a tensor name (< 64 bytes), else the problem.
 std::string tensor_name_problem(std::string_view name);
 // "" when the general.alignment value (if any) is a u32 power of two, else the problem.

@@ -14,7 +14,7 @@ namespace gl {
 namespace {
 
 // Smallest encodings, used to bound counts by the bytes left.
-constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;        // key length, 1-byte key, type, u8 value
+constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;          // key length, 1-byte key, type, u8 value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
 
 class Parser {
@@ -65,8 +65,8 @@ Status Parser::read(T& out, std::string_view what) {
 
 Status Parser::read_raw(void* out, size_t n, std::string_view what) {
   if (left() < n)
-    return error_at(pos_, fmt::format("{}: unexpected end of file reading {} (need {} bytes, {} left)",
-                                      where(), what, n, left()));
+    return error_at(
+        pos_, fmt::format("{}: unexpected end of file reading {} (need {} bytes, {} left)", where(), what, n, left()));
   if (n) std::memcpy(out, buf_.data() + pos_, n);  // out may be null for an empty array
   pos_ += n;
   return {};
@@ -87,13 +87,11 @@ Status Parser::read_string(std::string_view& out, std::string_view what) {
 
 Status Parser::parse_header() {
   char magic[4];
-  if (buf_.size() < 4)
-    return error_at(0, fmt::format("file too small for a GGUF header ({} bytes)", buf_.size()));
+  if (buf_.size() < 4) return error_at(0, fmt::format("file too small for a GGUF header ({} bytes)", buf_.size()));
   GL_TRY(read_raw(magic, 4, "magic"));
   if (std::memcmp(magic, kGgufMagic, 4) != 0)
-    return error_at(0, fmt::format("bad magic {:02x} {:02x} {:02x} {:02x} (expected 'GGUF')",
-                                   uint8_t(magic[0]), uint8_t(magic[1]), uint8_t(magic[2]),
-                                   uint8_t(magic[3])));
+    return error_at(0, fmt::format("bad magic {:02x} {:02x} {:02x} {:02x} (expected 'GGUF')", uint8_t(magic[0]),
+                                   uint8_t(magic[1]), uint8_t(magic[2]), uint8_t(magic[3])));
   uint32_t version = 0;
   GL_TRY(read(version, "version"));
   if (version == 0) return error_at(4, "version 0 is invalid");
@@ -194,8 +192,8 @@ Status Parser::parse_array(std::string_view key, GgufValue& out) {
   // Strings take at least their 8-byte length each.
   const uint64_t min_elem = et == GgufType::STRING ? 8 : gguf_type_size(et);
   if (count * min_elem > left())
-    return error_at(count_at, fmt::format("key '{}': array of {} {} needs at least {} bytes, {} left",
-                                          key, count, gguf_type_name(et), count * min_elem, left()));
+    return error_at(count_at, fmt::format("key '{}': array of {} {} needs at least {} bytes, {} left", key, count,
+                                          gguf_type_name(et), count * min_elem, left()));
   GgufArray arr;
   GL_TRY(parse_array_body(key, et, count, arr));
   out = std::move(arr);
@@ -286,18 +284,18 @@ Status Parser::place_tensors() {
   GgufAccess::data_offset(file_) = data_offset;
   auto& tensors = GgufAccess::tensors(file_);
   if (!tensors.empty() && data_offset > buf_.size())
-    return error_at(pos_, fmt::format("data section starts at {}, past the file size {}", data_offset,
-                                      buf_.size()));
+    return error_at(pos_, fmt::format("data section starts at {}, past the file size {}", data_offset, buf_.size()));
   uint64_t expected = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     GgufTensorInfo& t = tensors[i];
     const size_t at = info_offsets_[i];
     if (t.offset % alignment_ != 0)
-      return error_at(at, fmt::format("tensor '{}': offset {} is not a multiple of the alignment {}",
-                                      t.name, t.offset, alignment_));
+      return error_at(at, fmt::format("tensor '{}': offset {} is not a multiple of the alignment {}", t.name, t.offset,
+                                      alignment_));
     if (t.offset != expected)
       return error_at(at, fmt::format("tensor '{}': offset {} is not the packed offset {} (data must "
-                                      "follow info order with minimal padding)", t.name, t.offset, expected));
+                                      "follow info order with minimal padding)",
+                                      t.name, t.offset, expected));
     const uint64_t begin = data_offset + t.offset;  // no overflow: offset == expected <= size + align
     if (begin > buf_.size() || t.nbytes > buf_.size() - begin)
       return error_at(at, fmt::format("tensor '{}': data [{}, {}) exceeds file size {}", t.name, begin,

@@ -51,17 +51,15 @@ namespace {
 // Indexed by ggml type id; empty names mark retired ids.
 // Block layouts follow ggml's ggml-common.h (see docs/reference/ggml-llamacpp.md section 7).
 constexpr std::array<GgmlTypeInfo, 43> kGgmlTypes{{
-    {"f32", 1, 4},         {"f16", 1, 2},       {"q4_0", 32, 18},   {"q4_1", 32, 20},
-    {"", 0, 0},            {"", 0, 0},          {"q5_0", 32, 22},   {"q5_1", 32, 24},
-    {"q8_0", 32, 34},      {"q8_1", 32, 36},    {"q2_K", 256, 84},  {"q3_K", 256, 110},
-    {"q4_K", 256, 144},    {"q5_K", 256, 176},  {"q6_K", 256, 210}, {"q8_K", 256, 292},
-    {"iq2_xxs", 256, 66},  {"iq2_xs", 256, 74}, {"iq3_xxs", 256, 98}, {"iq1_s", 256, 50},
-    {"iq4_nl", 32, 18},    {"iq3_s", 256, 110}, {"iq2_s", 256, 82}, {"iq4_xs", 256, 136},
-    {"i8", 1, 1},          {"i16", 1, 2},       {"i32", 1, 4},      {"i64", 1, 8},
-    {"f64", 1, 8},         {"iq1_m", 256, 56},  {"bf16", 1, 2},     {"", 0, 0},
-    {"", 0, 0},            {"", 0, 0},          {"tq1_0", 256, 54}, {"tq2_0", 256, 66},
-    {"", 0, 0},            {"", 0, 0},          {"", 0, 0},         {"mxfp4", 32, 17},
-    {"nvfp4", 64, 36},     {"q1_0", 128, 18},   {"q2_0", 64, 18},
+    {"f32", 1, 4},      {"f16", 1, 2},        {"q4_0", 32, 18},    {"q4_1", 32, 20},     {"", 0, 0},
+    {"", 0, 0},         {"q5_0", 32, 22},     {"q5_1", 32, 24},    {"q8_0", 32, 34},     {"q8_1", 32, 36},
+    {"q2_K", 256, 84},  {"q3_K", 256, 110},   {"q4_K", 256, 144},  {"q5_K", 256, 176},   {"q6_K", 256, 210},
+    {"q8_K", 256, 292}, {"iq2_xxs", 256, 66}, {"iq2_xs", 256, 74}, {"iq3_xxs", 256, 98}, {"iq1_s", 256, 50},
+    {"iq4_nl", 32, 18}, {"iq3_s", 256, 110},  {"iq2_s", 256, 82},  {"iq4_xs", 256, 136}, {"i8", 1, 1},
+    {"i16", 1, 2},      {"i32", 1, 4},        {"i64", 1, 8},       {"f64", 1, 8},        {"iq1_m", 256, 56},
+    {"bf16", 1, 2},     {"", 0, 0},           {"", 0, 0},          {"", 0, 0},           {"tq1_0", 256, 54},
+    {"tq2_0", 256, 66}, {"", 0, 0},           {"", 0, 0},          {"", 0, 0},           {"mxfp4", 32, 17},
+    {"nvfp4", 64, 36},  {"q1_0", 128, 18},    {"q2_0", 64, 18},
 }};
 
 }  // namespace
@@ -76,8 +74,8 @@ std::string ggml_type_name(uint32_t ggml_type) {
   return info ? std::string(info->name) : fmt::format("unknown type {}", ggml_type);
 }
 
-std::string tensor_shape_problem(uint32_t ggml_type, uint32_t n_dims,
-                                 const std::array<int64_t, 4>& ne, uint64_t& nbytes) {
+std::string tensor_shape_problem(uint32_t ggml_type, uint32_t n_dims, const std::array<int64_t, 4>& ne,
+                                 uint64_t& nbytes) {
   const GgmlTypeInfo* info = ggml_type_info(ggml_type);
   if (!info) return fmt::format("unknown or retired ggml type {}", ggml_type);
   if (n_dims > 4) return fmt::format("n_dims {} exceeds 4", n_dims);
@@ -92,8 +90,7 @@ std::string tensor_shape_problem(uint32_t ggml_type, uint32_t n_dims,
     n *= d;
   }
   if (ne[0] % info->block_size != 0)
-    return fmt::format("ne[0] = {} is not a multiple of the {} block size {}", ne[0], info->name,
-                       info->block_size);
+    return fmt::format("ne[0] = {} is not a multiple of the {} block size {}", ne[0], info->name, info->block_size);
   const uint64_t blocks = static_cast<uint64_t>(n / info->block_size);
   if (blocks != 0 && blocks > std::numeric_limits<uint64_t>::max() / info->block_bytes)
     return fmt::format("byte size of {} blocks of {} overflows", blocks, info->name);

@@ -242,11 +242,11 @@ Status GgufWriter::write_tensor_data(size_t index, std::span<const uint8_t> byte
     return fail(fmt::format("tensor '{}' is already complete", names_[index]));
   }
   if (index > cur_)
-    return fail(fmt::format("tensor '{}' written before tensor '{}' is complete ({} of {} bytes)",
-                            names_[index], names_[cur_], cur_written_, sizes_[cur_]));
+    return fail(fmt::format("tensor '{}' written before tensor '{}' is complete ({} of {} bytes)", names_[index],
+                            names_[cur_], cur_written_, sizes_[cur_]));
   if (bytes.size() > sizes_[cur_] - cur_written_)
-    return fail(fmt::format("tensor '{}': {} more bytes exceed its size {} ({} written)", names_[cur_],
-                            bytes.size(), sizes_[cur_], cur_written_));
+    return fail(fmt::format("tensor '{}': {} more bytes exceed its size {} ({} written)", names_[cur_], bytes.size(),
+                            sizes_[cur_], cur_written_));
   GL_TRY(write_all(bytes.data(), bytes.size()));
   cur_written_ += bytes.size();
   return advance_complete();
@@ -256,8 +256,8 @@ Status GgufWriter::finish() {
   if (done_ || !begun_)
     return Error(fmt::format("{}: writer not open (no begin(), already finished, or an earlier error)", path_));
   if (cur_ != sizes_.size())
-    return fail(fmt::format("tensor '{}' is incomplete ({} of {} bytes written)", names_[cur_],
-                            cur_written_, sizes_[cur_]));
+    return fail(
+        fmt::format("tensor '{}' is incomplete ({} of {} bytes written)", names_[cur_], cur_written_, sizes_[cur_]));
   if (::fsync(fd_) != 0) return fail(fmt::format("fsync failed: {}", std::strerror(errno)));
   const int fd = fd_;
   fd_ = -1;

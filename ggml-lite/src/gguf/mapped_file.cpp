@@ -21,8 +21,8 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     int err = errno;
     ::close(fd);
-    return Error(fmt::format("{}: not a regular file{}", path,
-                             err ? std::string(": ") + std::strerror(err) : std::string()));
+    return Error(
+        fmt::format("{}: not a regular file{}", path, err ? std::string(": ") + std::strerror(err) : std::string()));
   }
   MappedFile m;
   m.path_ = path;
@@ -41,9 +41,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : addr_(std::exchange(other.addr_, nullptr)),
-      size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)) {}
+    : addr_(std::exchange(other.addr_, nullptr)), size_(std::exchange(other.size_, 0)), path_(std::move(other.path_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {

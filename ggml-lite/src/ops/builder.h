@@ -35,7 +35,7 @@ inline void require_type(Op op, const Tensor* t, DType type, const char* what) {
 
 }  // namespace gl::detail
 
-#define GL_OP_CHECK(cond, op, ...)                          \
-  do {                                                      \
-    if (!(cond)) ::gl::detail::op_fail(op, __VA_ARGS__);    \
+#define GL_OP_CHECK(cond, op, ...)                       \
+  do {                                                   \
+    if (!(cond)) ::gl::detail::op_fail(op, __VA_ARGS__); \
   } while (0)

@@ -36,8 +36,7 @@ Tensor* view_1d(Context& ctx, Tensor* a, int64_t ne0, size_t offset) { return vi
 Tensor* view_2d(Context& ctx, Tensor* a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset) {
   return view(ctx, a, {ne0, ne1}, {nb1}, offset);
 }
-Tensor* view_3d(Context& ctx, Tensor* a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2,
-                size_t offset) {
+Tensor* view_3d(Context& ctx, Tensor* a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset) {
   return view(ctx, a, {ne0, ne1, ne2}, {nb1, nb2}, offset);
 }
 
@@ -87,8 +86,8 @@ Tensor* cast(Context& ctx, Tensor* a, DType type) {
 }
 
 Tensor* cpy(Context& ctx, Tensor* src, Tensor* dst) {
-  GL_OP_CHECK(nelements(*src) == nelements(*dst), Op::CPY, "src {} and dst {} differ in element count",
-              shape_str(*src), shape_str(*dst));
+  GL_OP_CHECK(nelements(*src) == nelements(*dst), Op::CPY, "src {} and dst {} differ in element count", shape_str(*src),
+              shape_str(*dst));
   GL_OP_CHECK(!dtype_traits(src->type).is_quant, Op::CPY, "src must not be quantized");
   GL_OP_CHECK(dst->ne[0] % dtype_traits(dst->type).block_size == 0, Op::CPY, "dst rows do not split into blocks");
   Tensor* v = ctx.new_view(Op::CPY, dst, dst->ne, dst->nb, 0, NoParams{});
@@ -113,8 +112,8 @@ Tensor* get_rows(Context& ctx, Tensor* a, Tensor* ids) {
   const Op op = Op::GET_ROWS;
   detail::require_type(op, ids, DType::I32, "ids");
   GL_OP_CHECK(ids->ne[3] == 1 || ids->ne[3] == a->ne[3], op, "ids {} vs a {}", shape_str(*ids), shape_str(*a));
-  GL_OP_CHECK(ids->ne[1] == a->ne[2] && ids->ne[2] == a->ne[3], op,
-              "ids [n, B2, B3] = {} must match a's batch dims {}", shape_str(*ids), shape_str(*a));
+  GL_OP_CHECK(ids->ne[1] == a->ne[2] && ids->ne[2] == a->ne[3], op, "ids [n, B2, B3] = {} must match a's batch dims {}",
+              shape_str(*ids), shape_str(*a));
   const DType out = a->type == DType::I32 ? DType::I32 : DType::F32;
   return ctx.new_op(op, out, {a->ne[0], ids->ne[0], a->ne[2], a->ne[3]}, NoParams{}, {a, ids});
 }
@@ -123,8 +122,7 @@ Tensor* set_rows(Context& ctx, Tensor* dst, Tensor* src, Tensor* ids) {
   const Op op = Op::SET_ROWS;
   detail::require_type(op, ids, DType::I32, "ids");
   detail::require_float(op, src, "src");
-  GL_OP_CHECK(src->ne[0] == dst->ne[0], op, "row length of src {} and dst {} differ", shape_str(*src),
-              shape_str(*dst));
+  GL_OP_CHECK(src->ne[0] == dst->ne[0], op, "row length of src {} and dst {} differ", shape_str(*src), shape_str(*dst));
   GL_OP_CHECK(ids->ne[0] == src->ne[1] && ids->ne[1] == src->ne[2] && ids->ne[2] == src->ne[3], op,
               "ids {} must be [n, B2, B3] of src {}", shape_str(*ids), shape_str(*src));
   GL_OP_CHECK(src->ne[2] == dst->ne[2] && src->ne[3] == dst->ne[3], op, "batch dims of src {} and dst {} differ",

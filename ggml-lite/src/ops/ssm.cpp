@@ -34,8 +34,8 @@ GdrResult gated_delta_rule(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor
 
   const int64_t n_out = dv * hv * t_len;
   const int64_t n_state = dv * dk * hv;
-  Tensor* node = ctx.new_op(op, DType::F32, {n_out + n_state * n_states, 1, 1, 1}, GdrParams{n_states},
-                            {q, k, v, g, beta, state});
+  Tensor* node =
+      ctx.new_op(op, DType::F32, {n_out + n_state * n_states, 1, 1, 1}, GdrParams{n_states}, {q, k, v, g, beta, state});
   GdrResult r;
   r.node = node;
   r.out = view_3d(ctx, node, dv, hv, t_len, static_cast<size_t>(dv) * 4, static_cast<size_t>(dv * hv) * 4, 0);

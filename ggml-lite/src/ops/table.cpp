@@ -19,8 +19,8 @@ struct Table {
   std::array<std::array<char, 32>, kOpCount> names{};
   Table() {
     size_t i = 0;
-#define X(name, min_srcs, max_srcs, params, inplace)                                        \
-  info[i] = OpInfo{lower_name(#name, names[i].data()), min_srcs, max_srcs, inplace};     \
+#define X(name, min_srcs, max_srcs, params, inplace)                                 \
+  info[i] = OpInfo{lower_name(#name, names[i].data()), min_srcs, max_srcs, inplace}; \
   ++i;
 #include "ggml-lite/ops.def"
 #undef X
@@ -36,8 +36,6 @@ const Table& table() {
 
 const OpInfo& op_info(Op op) { return table().info[static_cast<size_t>(op)]; }
 
-bool is_view_op(Op op) {
-  return op == Op::VIEW || op == Op::RESHAPE || op == Op::PERMUTE || op == Op::TRANSPOSE;
-}
+bool is_view_op(Op op) { return op == Op::VIEW || op == Op::RESHAPE || op == Op::PERMUTE || op == Op::TRANSPOSE; }
 
 }  // namespace gl

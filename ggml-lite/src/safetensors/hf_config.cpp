@@ -17,8 +17,8 @@ using nlohmann::json;
 
 constexpr size_t kMaxConfigBytes = 16u << 20;
 constexpr int64_t kMaxLayers = 1 << 16;
-constexpr std::array<std::string_view, 5> kModelTypes = {"qwen3_5", "qwen3_5_moe", "qwen3_5_text",
-                                                         "qwen3_5_moe_text", "qwen3_next"};
+constexpr std::array<std::string_view, 5> kModelTypes = {"qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text",
+                                                         "qwen3_next"};
 
 // Typed access to one JSON object; errors name the file and the key path. JSON null
 // counts as absent (HF writes e.g. "rope_scaling": null).
@@ -113,7 +113,8 @@ Status read_identity(const json& root, const Fields& top, const Fields& text, Hf
   for (std::string_view t : kModelTypes) known = known || t == c.model_type;
   if (!known)
     return top.error("model_type", fmt::format("is '{}'; supported: qwen3_5, qwen3_5_moe, qwen3_5_text, "
-                                               "qwen3_5_moe_text, qwen3_next", c.model_type));
+                                               "qwen3_5_moe_text, qwen3_next",
+                                               c.model_type));
   c.nested = root.contains("text_config") && !root["text_config"].is_null();
   c.text_model_type = c.model_type;
   return text.string("model_type", c.text_model_type, false);
@@ -159,18 +160,22 @@ Status read_layer_types(const Fields& t, HfConfig& c) {
       return t.error("full_attention_interval", fmt::format("is {}, expected > 0", c.full_attention_interval));
     for (int64_t i = 0; i < c.num_hidden_layers; ++i)
       c.layer_types.push_back((i + 1) % c.full_attention_interval == 0 ? HfLayerType::FULL_ATTENTION
-                                                                        : HfLayerType::LINEAR_ATTENTION);
+                                                                       : HfLayerType::LINEAR_ATTENTION);
     return {};
   }
   if (!lt->is_array()) return t.wrong("layer_types", *lt, "a list of strings");
   if (static_cast<int64_t>(lt->size()) != c.num_hidden_layers)
-    return t.error("layer_types", fmt::format("has {} entries, num_hidden_layers is {}", lt->size(),
-                                              c.num_hidden_layers));
+    return t.error("layer_types",
+                   fmt::format("has {} entries, num_hidden_layers is {}", lt->size(), c.num_hidden_layers));
   for (const json& e : *lt) {
-    if (e == "full_attention") c.layer_types.push_back(HfLayerType::FULL_ATTENTION);
-    else if (e == "linear_attention") c.layer_types.push_back(HfLayerType::LINEAR_ATTENTION);
-    else return t.error("layer_types", fmt::format("has entry {}, expected \"full_attention\" or "
-                                                   "\"linear_attention\"", e.dump()));
+    if (e == "full_attention")
+      c.layer_types.push_back(HfLayerType::FULL_ATTENTION);
+    else if (e == "linear_attention")
+      c.layer_types.push_back(HfLayerType::LINEAR_ATTENTION);
+    else
+      return t.error("layer_types", fmt::format("has entry {}, expected \"full_attention\" or "
+                                                "\"linear_attention\"",
+                                                e.dump()));
   }
   return {};
 }
@@ -185,10 +190,14 @@ Status read_rope(const Fields& t, HfConfig& c) {
   GL_TRY(rs->string("type", r.type, false));
   GL_TRY(rs->string("rope_type", r.type, false));
   GL_TRY(rp->string("rope_type", r.type, false));
-  if (rp->has("rope_theta")) GL_TRY(rp->number("rope_theta", r.theta, true));
-  else GL_TRY(t.number("rope_theta", r.theta, true));
-  if (rp->has("partial_rotary_factor")) GL_TRY(rp->number("partial_rotary_factor", r.partial_rotary_factor, true));
-  else GL_TRY(t.number("partial_rotary_factor", r.partial_rotary_factor, true));
+  if (rp->has("rope_theta"))
+    GL_TRY(rp->number("rope_theta", r.theta, true));
+  else
+    GL_TRY(t.number("rope_theta", r.theta, true));
+  if (rp->has("partial_rotary_factor"))
+    GL_TRY(rp->number("partial_rotary_factor", r.partial_rotary_factor, true));
+  else
+    GL_TRY(t.number("partial_rotary_factor", r.partial_rotary_factor, true));
   GL_TRY(rs->int_list("mrope_section", r.mrope_section));
   GL_TRY(rp->int_list("mrope_section", r.mrope_section));
   GL_TRY(rs->boolean("mrope_interleaved", r.mrope_interleaved));
@@ -201,8 +210,10 @@ Status read_rope(const Fields& t, HfConfig& c) {
 
 // Keys a VL checkpoint may carry at either level: text_config first, except tie_word_embeddings.
 Status read_shared(const Fields& top, const Fields& text, HfConfig& c) {
-  if (top.has("tie_word_embeddings")) GL_TRY(top.boolean("tie_word_embeddings", c.tie_word_embeddings));
-  else GL_TRY(text.boolean("tie_word_embeddings", c.tie_word_embeddings));
+  if (top.has("tie_word_embeddings"))
+    GL_TRY(top.boolean("tie_word_embeddings", c.tie_word_embeddings));
+  else
+    GL_TRY(text.boolean("tie_word_embeddings", c.tie_word_embeddings));
   const Fields& eos = text.has("eos_token_id") ? text : top;
   GL_TRY(eos.int_list("eos_token_id", c.eos_token_ids, true));
   const Fields& bos = text.has("bos_token_id") ? text : top;
@@ -239,8 +250,8 @@ Status check_positive(const Fields& t, const HfConfig& c) {
     return t.error("linear_num_key_heads", fmt::format("{} does not divide linear_num_value_heads {}",
                                                        c.linear_num_key_heads, c.linear_num_value_heads));
   if (c.num_experts < 0 || c.num_experts_per_tok < 0 || c.num_experts_per_tok > c.num_experts)
-    return t.error("num_experts_per_tok", fmt::format("is {} with num_experts {}", c.num_experts_per_tok,
-                                                      c.num_experts));
+    return t.error("num_experts_per_tok",
+                   fmt::format("is {} with num_experts {}", c.num_experts_per_tok, c.num_experts));
   if (c.is_moe() && (c.num_experts_per_tok <= 0 || c.moe_intermediate_size <= 0))
     return t.error("moe_intermediate_size", "and num_experts_per_tok must be > 0 for a MoE model");
   if (c.mtp_num_hidden_layers < 0) return t.error("mtp_num_hidden_layers", "is negative");
@@ -252,8 +263,8 @@ Status check_positive(const Fields& t, const HfConfig& c) {
 Result<HfConfig> parse_hf_config(std::string_view json_text, const std::string& name) {
   Result<json> root = parse_json_strict(json_text, name, 16);
   if (!root) return Error(root.error());
-  if (!root->is_object()) return Error(fmt::format("{}: top level is a JSON {}, expected an object", name,
-                                                   json_kind(*root)));
+  if (!root->is_object())
+    return Error(fmt::format("{}: top level is a JSON {}, expected an object", name, json_kind(*root)));
   const Fields top(&*root, "", name);
   Result<Fields> nested = top.object("text_config");
   if (!nested) return Error(nested.error());

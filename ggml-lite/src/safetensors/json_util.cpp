@@ -16,9 +16,7 @@ Result<nlohmann::json> parse_json_strict(std::string_view text, const std::strin
   auto check = [&](int depth, Event event, nlohmann::json& parsed) {
     if (!problem.empty()) return false;
     switch (event) {
-      case Event::object_start:
-        keys.emplace_back();
-        [[fallthrough]];
+      case Event::object_start: keys.emplace_back(); [[fallthrough]];
       case Event::array_start:
         if (depth >= max_depth) problem = fmt::format("JSON nested deeper than {} levels", max_depth);
         break;
@@ -30,8 +28,7 @@ Result<nlohmann::json> parse_json_strict(std::string_view text, const std::strin
           problem = fmt::format("duplicate JSON key '{}'", parsed.get<std::string>());
         break;
       case Event::array_end:
-      case Event::value:
-        break;
+      case Event::value: break;
     }
     return problem.empty();
   };

@@ -31,10 +31,9 @@ struct DTypeBits {
   int bits;
 };
 constexpr DTypeBits kDTypes[] = {
-      {"BOOL", 8},  {"U8", 8},       {"I8", 8},       {"F8_E5M2", 8},  {"F8_E4M3", 8}, {"F8_E8M0", 8},
-      {"I16", 16},  {"U16", 16},     {"F16", 16},     {"BF16", 16},    {"I32", 32},    {"U32", 32},
-      {"F32", 32},  {"F64", 64},     {"I64", 64},     {"U64", 64},     {"F4", 4},      {"F6_E2M3", 6},
-      {"F6_E3M2", 6},
+    {"BOOL", 8}, {"U8", 8},   {"I8", 8},    {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"I16", 16},
+    {"U16", 16}, {"F16", 16}, {"BF16", 16}, {"I32", 32},    {"U32", 32},    {"F32", 32},    {"F64", 64},
+    {"I64", 64}, {"U64", 64}, {"F4", 4},    {"F6_E2M3", 6}, {"F6_E3M2", 6},
 };
 
 int safetensors_dtype_bits(std::string_view d) {
@@ -96,15 +95,12 @@ std::string parse_entry(const nlohmann::json& j, SafetensorsTensor& t) {
 
 // Checks offsets and byte size against the shape; returns "" or the problem.
 std::string check_extent(const SafetensorsTensor& t, uint64_t data_size) {
-  if (t.data_begin > t.data_end)
-    return fmt::format("data_offsets [{}, {}) have begin > end", t.data_begin, t.data_end);
+  if (t.data_begin > t.data_end) return fmt::format("data_offsets [{}, {}) have begin > end", t.data_begin, t.data_end);
   if (t.data_end > data_size)
-    return fmt::format("data_offsets [{}, {}) exceed the data region of {} bytes", t.data_begin, t.data_end,
-                       data_size);
+    return fmt::format("data_offsets [{}, {}) exceed the data region of {} bytes", t.data_begin, t.data_end, data_size);
   uint64_t numel = 1;
   for (int64_t d : t.shape) {
-    if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / 8 / uint64_t(d))
-      return "element count overflows";
+    if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / 8 / uint64_t(d)) return "element count overflows";
     numel *= uint64_t(d);
   }
   const uint64_t bits = numel * uint64_t(safetensors_dtype_bits(t.dtype_name));
@@ -123,21 +119,23 @@ std::string check_coverage(std::vector<const SafetensorsTensor*> order, uint64_t
   const SafetensorsTensor* prev = nullptr;
   for (const SafetensorsTensor* t : order) {
     if (t->data_begin < end)
-      return fmt::format("tensor '{}' [{}, {}) overlaps tensor '{}' [{}, {})", t->name, t->data_begin,
-                         t->data_end, prev->name, prev->data_begin, prev->data_end);
+      return fmt::format("tensor '{}' [{}, {}) overlaps tensor '{}' [{}, {})", t->name, t->data_begin, t->data_end,
+                         prev->name, prev->data_begin, prev->data_end);
     if (t->data_begin > end)
-      return fmt::format("{} bytes before tensor '{}' (offset {}) belong to no tensor", t->data_begin - end,
-                         t->name, t->data_begin);
+      return fmt::format("{} bytes before tensor '{}' (offset {}) belong to no tensor", t->data_begin - end, t->name,
+                         t->data_begin);
     end = t->data_end;
     prev = t;
   }
-  if (end != data_size) return fmt::format("{} bytes at the end of the data region belong to no tensor", data_size - end);
+  if (end != data_size)
+    return fmt::format("{} bytes at the end of the data region belong to no tensor", data_size - end);
   return {};
 }
 
 Status parse_header_json(const nlohmann::json& root, std::span<const uint8_t> data, SafetensorsFile& f) {
   const std::string& path = SafetensorsAccess::path(f);
-  if (!root.is_object()) return Error(fmt::format("{}: header is a JSON {}, expected an object", path, json_kind(root)));
+  if (!root.is_object())
+    return Error(fmt::format("{}: header is a JSON {}, expected an object", path, json_kind(root)));
   auto& tensors = SafetensorsAccess::tensors(f);
   for (const auto& [key, value] : root.items()) {
     if (key == "__metadata__") {

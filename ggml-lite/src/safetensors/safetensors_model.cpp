@@ -54,8 +54,8 @@ Result<std::vector<IndexEntry>> read_weight_map(const std::string& index_path) {
   std::vector<IndexEntry> entries;
   for (const auto& [tensor, shard] : (*root)["weight_map"].items()) {
     if (!shard.is_string())
-      return Error(fmt::format("{}: weight_map['{}'] is a JSON {}, expected a file name", index_path, tensor,
-                               json_kind(shard)));
+      return Error(
+          fmt::format("{}: weight_map['{}'] is a JSON {}, expected a file name", index_path, tensor, json_kind(shard)));
     std::string name = shard.get<std::string>();
     if (!safe_shard_name(name))
       return Error(fmt::format("{}: weight_map['{}'] = '{}' is not a plain file name", index_path, tensor, name));
@@ -103,8 +103,8 @@ Result<SafetensorsModel> SafetensorsModel::open_index(const std::string& index_p
   for (const IndexEntry& e : *entries) {
     const size_t i = static_cast<size_t>(std::distance(names.begin(), names.find(e.shard)));
     if (!shards[i].find(e.tensor))
-      return Error(fmt::format("{}: tensor '{}' is listed in shard '{}' but missing from it", index_path,
-                               e.tensor, e.shard));
+      return Error(
+          fmt::format("{}: tensor '{}' is listed in shard '{}' but missing from it", index_path, e.tensor, e.shard));
   }
   return from_shards(std::move(shards));
 }
@@ -112,14 +112,13 @@ Result<SafetensorsModel> SafetensorsModel::open_index(const std::string& index_p
 // Merges the shards' tensors; a name may appear in only one shard.
 Result<SafetensorsModel> SafetensorsModel::from_shards(std::vector<SafetensorsFile> shards) {
   SafetensorsModel m;
-  for (const SafetensorsFile& f : shards)
-    m.tensors_.insert(m.tensors_.end(), f.tensors().begin(), f.tensors().end());
+  for (const SafetensorsFile& f : shards) m.tensors_.insert(m.tensors_.end(), f.tensors().begin(), f.tensors().end());
   std::stable_sort(m.tensors_.begin(), m.tensors_.end(),
                    [](const SafetensorsTensor& a, const SafetensorsTensor& b) { return a.name < b.name; });
   for (size_t i = 1; i < m.tensors_.size(); ++i)
     if (m.tensors_[i].name == m.tensors_[i - 1].name)
-      return Error(fmt::format("tensor '{}' appears in both {} and {}", m.tensors_[i].name,
-                               m.tensors_[i - 1].file, m.tensors_[i].file));
+      return Error(fmt::format("tensor '{}' appears in both {} and {}", m.tensors_[i].name, m.tensors_[i - 1].file,
+                               m.tensors_[i].file));
   m.shards_ = std::move(shards);
   return m;
 }

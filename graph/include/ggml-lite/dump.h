@@ -20,7 +20,7 @@ class Backend;
 struct DumpOptions {
   std::span<Backend* const> backends;  // names for backend_id (may be empty)
   bool show_leafs = true;
-  bool show_offsets = true;            // arena offsets (off for goldens that must not change with the planner)
+  bool show_offsets = true;  // arena offsets (off for goldens that must not change with the planner)
 };
 
 void dump_text(const Graph& g, std::ostream& os, const DumpOptions& opt = {});

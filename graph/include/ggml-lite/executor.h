@@ -40,7 +40,7 @@ class Executor {
  public:
   explicit Executor(std::vector<Backend*> backends);
   Status allocate(const Graph& g);
-  Status compute(const Graph& g);               // allocate() first
+  Status compute(const Graph& g);  // allocate() first
   // compute() without waiting for the backends at the end: the work is queued behind what came
   // before and the caller synchronises (Backend::synchronize) before reading device results.
   Status compute_queued(const Graph& g);

@@ -26,9 +26,9 @@ class Buffer;
 struct MemoryPlan {
   std::unordered_map<const Tensor*, size_t> offsets;  // every planned tensor (not views, not leafs with data)
   std::unordered_map<const Tensor*, size_t> sizes;    // aligned bytes reserved for each
-  size_t arena_bytes = 0;  // peak: the arena size needed
-  size_t naive_bytes = 0;  // sum of all planned sizes (what no reuse would need)
-  int n_inplace = 0;       // nodes that took their source's memory
+  size_t arena_bytes = 0;                             // peak: the arena size needed
+  size_t naive_bytes = 0;                             // sum of all planned sizes (what no reuse would need)
+  int n_inplace = 0;                                  // nodes that took their source's memory
   // The same placements by graph position (offset -1: not planned), so a plan
   // cached by fingerprint can be re-keyed onto an equal graph of other tensors.
   struct Slot {

@@ -42,8 +42,8 @@ struct SchedulePlan {
   std::vector<int> node_backend;  // parallel to graph.nodes()
   std::vector<int> leaf_backend;  // parallel to graph.leafs(): where each leaf's memory lives (-1: no backend)
   std::vector<Split> splits;
-  int n_fallback = 0;             // nodes placed on the fallback backend because others lack support
-  uint64_t graph_id = 0;          // Graph::id() of the graph the splits point into
+  int n_fallback = 0;     // nodes placed on the fallback backend because others lack support
+  uint64_t graph_id = 0;  // Graph::id() of the graph the splits point into
 };
 
 class Scheduler {

@@ -40,8 +40,11 @@ Status read_gdn(const GgufFile& f, const std::string& a, Hparams& hp) {
   GL_TRY(read_int(f, a, "ssm.group_count", hp.n_k_heads));
   GL_TRY(read_int(f, a, "ssm.time_step_rank", hp.n_v_heads));
   GL_TRY(read_int(f, a, "ssm.inner_size", inner));
-  for (auto [k, v] : {std::pair{"ssm.conv_kernel", hp.conv_kernel}, {"ssm.state_size", hp.d_k},
-                      {"ssm.group_count", hp.n_k_heads}, {"ssm.time_step_rank", hp.n_v_heads}, {"ssm.inner_size", inner}})
+  for (auto [k, v] : {std::pair{"ssm.conv_kernel", hp.conv_kernel},
+                      {"ssm.state_size", hp.d_k},
+                      {"ssm.group_count", hp.n_k_heads},
+                      {"ssm.time_step_rank", hp.n_v_heads},
+                      {"ssm.inner_size", inner}})
     GL_TRY(check_positive(f, a, k, v));
   if (inner % hp.n_v_heads != 0 || hp.n_v_heads % hp.n_k_heads != 0)
     return Error(fmt::format("{}: ssm.inner_size {} / time_step_rank {} / group_count {} are inconsistent", f.name(),
@@ -59,8 +62,10 @@ Status read_attention(const GgufFile& f, const std::string& a, Hparams& hp) {
   GL_TRY(read_int(f, a, "full_attention_interval", interval, false));
   GL_TRY(read_float(f, a, "rope.freq_base", hp.rope_base));
   GL_TRY(read_float(f, a, "attention.layer_norm_rms_epsilon", hp.eps));
-  for (auto [k, v] : {std::pair{"attention.head_count", n_head}, {"attention.head_count_kv", n_head_kv},
-                      {"attention.key_length", hp.head_dim}, {"rope.dimension_count", rope_dims},
+  for (auto [k, v] : {std::pair{"attention.head_count", n_head},
+                      {"attention.head_count_kv", n_head_kv},
+                      {"attention.key_length", hp.head_dim},
+                      {"rope.dimension_count", rope_dims},
                       {"full_attention_interval", interval}})
     GL_TRY(check_positive(f, a, k, v));
   if (n_head % n_head_kv != 0 || rope_dims > hp.head_dim || rope_dims % 2 != 0)
@@ -103,8 +108,8 @@ Result<Hparams> Hparams::from_gguf(const GgufFile& f) {
   } else if (*arch == "qwen35moe") {
     hp.arch = Arch::MOE;
   } else {
-    return Error(fmt::format("{}: architecture '{}' is not a Qwen3.5 model (expected qwen35 or qwen35moe)",
-                             f.name(), *arch));
+    return Error(
+        fmt::format("{}: architecture '{}' is not a Qwen3.5 model (expected qwen35 or qwen35moe)", f.name(), *arch));
   }
   const std::string& a = hp.arch_name;
   int64_t blocks = 0, nextn = 0;
@@ -113,8 +118,8 @@ Result<Hparams> Hparams::from_gguf(const GgufFile& f) {
   GL_TRY(read_int(f, a, "embedding_length", hp.n_embd));
   GL_TRY(read_int(f, a, "context_length", hp.n_ctx_train, false));
   if (nextn < 0 || blocks - nextn <= 0)
-    return Error(fmt::format("{}: block_count {} and nextn_predict_layers {} leave no trunk layers", f.name(), blocks,
-                             nextn));
+    return Error(
+        fmt::format("{}: block_count {} and nextn_predict_layers {} leave no trunk layers", f.name(), blocks, nextn));
   GL_TRY(check_positive(f, a, "embedding_length", hp.n_embd));
   hp.n_layer = static_cast<int>(blocks - nextn);
   hp.n_nextn = static_cast<int>(nextn);

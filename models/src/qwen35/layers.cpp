@@ -55,9 +55,9 @@ GdnOut gated_delta_net(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* con
   const int64_t cdim = hp.conv_dim(), kc = hp.conv_kernel;
 
   Tensor* qkv = named(mul_mat(c, w.wqkv, x), "gdn_qkv", il);  // [conv_dim, T]
-  Tensor* z = mul_mat(c, w.wgate, x);                          // [hv dv, T]
-  Tensor* beta = sigmoid(c, mul_mat(c, w.ssm_beta, x));        // [hv, T]
-  Tensor* a = mul_mat(c, w.ssm_alpha, x);                      // [hv, T]
+  Tensor* z = mul_mat(c, w.wgate, x);                         // [hv dv, T]
+  Tensor* beta = sigmoid(c, mul_mat(c, w.ssm_beta, x));       // [hv, T]
+  Tensor* a = mul_mat(c, w.ssm_alpha, x);                     // [hv, T]
   // g = -exp(A_log) * softplus(a + dt_bias): log-space decay, <= 0
   Tensor* g = named(mul(c, softplus(c, add(c, a, w.ssm_dt)), w.ssm_a), "gdn_g", il);
 

@@ -1,8 +1,8 @@
 // layers.h - Qwen3.5 layer builders shared by the trunk and the MTP head (private to models/).
 #pragma once
 
-#include "ggml-lite/models/qwen35.h"
 #include <vector>
+#include "ggml-lite/models/qwen35.h"
 
 #include "ggml-lite/ops.h"
 
@@ -24,9 +24,9 @@ Tensor* norm(StepCtx& s, Tensor* x, Tensor* w, const char* name, int il);
 Tensor* attention(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* k_cache, Tensor* v_cache, int il);
 
 struct GdnOut {
-  Tensor* out;      // [n_embd, T]
-  Tensor* states;   // [Dv, Dk, Hv, n_states]
-  Tensor* window;   // [conv_dim, Kc-1+T]
+  Tensor* out;     // [n_embd, T]
+  Tensor* states;  // [Dv, Dk, Hv, n_states]
+  Tensor* window;  // [conv_dim, Kc-1+T]
 };
 // Gated DeltaNet over the conv window and recurrent state caches; writes the final state back.
 GdnOut gated_delta_net(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* conv_cache, Tensor* state_cache, int il);

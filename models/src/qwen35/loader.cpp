@@ -49,11 +49,11 @@ class Binder {
   std::vector<std::pair<Tensor*, const GgufTensorInfo*>> infos_;
 };
 
-#define GL_BIND(dst, ...)                      \
-  do {                                         \
-    auto r_ = b.get(__VA_ARGS__);              \
-    if (!r_) return Error(r_.error());         \
-    dst = *r_;                                 \
+#define GL_BIND(dst, ...)              \
+  do {                                 \
+    auto r_ = b.get(__VA_ARGS__);      \
+    if (!r_) return Error(r_.error()); \
+    dst = *r_;                         \
   } while (0)
 
 Status bind_attention(Binder& b, const Hparams& hp, const std::string& p, LayerWeights& l) {

@@ -22,7 +22,8 @@ Status Runner::check_tokens(std::span<const int32_t> tokens, int n_steps) const 
   GL_TRY(cache_.status());
   const int n_past = cache_.n_past;
   if (n_past + n_steps > cache_.n_ctx())
-    return Error(fmt::format("eval: {} tokens at position {} exceed the context of {}", n_steps, n_past, cache_.n_ctx()));
+    return Error(
+        fmt::format("eval: {} tokens at position {} exceed the context of {}", n_steps, n_past, cache_.n_ctx()));
   for (int32_t t : tokens)
     if (t < 0 || t >= m_.hparams().n_vocab)
       return Error(fmt::format("eval: token id {} is outside the vocabulary ({})", t, m_.hparams().n_vocab));
@@ -78,7 +79,8 @@ Result<std::vector<int32_t>> Runner::decode_greedy(int32_t token, int n) {
     StepGraph& g = step_for(shape_for(1, 1, {}));
     GL_TRY(ex_.allocate(g.graph));
     fill_step_inputs(g, ex_, &token, n_past, &row0);  // token: the first step's; later ones are replaced
-    if (i > 0) backend_.copy_tensor(*ids, static_cast<size_t>(i - 1) * sizeof(int32_t), *g.in.tokens, 0, sizeof(int32_t));
+    if (i > 0)
+      backend_.copy_tensor(*ids, static_cast<size_t>(i - 1) * sizeof(int32_t), *g.in.tokens, 0, sizeof(int32_t));
     GL_TRY(ex_.compute_queued(g.graph));
     backend_.copy_tensor(*g.argmax, 0, *ids, static_cast<size_t>(i) * sizeof(int32_t), sizeof(int32_t));
     last_ = &g;

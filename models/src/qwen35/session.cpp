@@ -46,11 +46,11 @@ Result<std::unique_ptr<Session>> Session::create(const Model& m, Backend& backen
   if (cfg.mtp_k < 0 || cfg.mtp_k > 16) return Error(fmt::format("mtp_k {} must be in [0, 16]", cfg.mtp_k));
   GL_TRY(cfg.sampling.validate());
   if (cfg.mtp_k > 0 && !m.has_mtp())
-    return Error(fmt::format("{}: this GGUF has no MTP tensors (nextn_predict_layers is 0); run with MTP off",
-                             m.gguf().name()));
+    return Error(
+        fmt::format("{}: this GGUF has no MTP tensors (nextn_predict_layers is 0); run with MTP off", m.gguf().name()));
   if (cfg.n_batch < 1 || cfg.n_ctx < cfg.mtp_k + 2 || cfg.kv_bucket < 1)
-    return Error(fmt::format("n_batch {} / n_ctx {} / kv_bucket {} are not usable", cfg.n_batch, cfg.n_ctx,
-                             cfg.kv_bucket));
+    return Error(
+        fmt::format("n_batch {} / n_ctx {} / kv_bucket {} are not usable", cfg.n_batch, cfg.n_ctx, cfg.kv_bucket));
   std::unique_ptr<Session> s(new Session(m, backend, cfg));
   GL_TRY(s->runner_.cache().status());
   if (s->mtp_) GL_TRY(s->mtp_->status());
@@ -118,8 +118,8 @@ Result<int32_t> Session::step_token(std::span<const int32_t> tokens, int row, co
 Status Session::prefill_mtp_chunk(int start, int len, bool last_chunk) {
   const int rows = last_chunk ? len - 1 : len;
   if (rows > 0) {
-    MtpGraph& g = mtp_step({.n_rows = rows, .n_kv = kv_span(start + rows), .from_trunk = true, .n_outputs = 0,
-                            .tap = cfg_.mtp_tap});
+    MtpGraph& g = mtp_step(
+        {.n_rows = rows, .n_kv = kv_span(start + rows), .from_trunk = true, .n_outputs = 0, .tap = cfg_.mtp_tap});
     Executor& ex = runner_.executor();
     GL_TRY(ex.allocate(g.graph));
     fill_mtp_inputs(g, ex, tokens_.data() + start + 1, start, 0);
@@ -138,8 +138,11 @@ MtpGraph& Session::mtp_step(const MtpShape& sh) {
 }
 
 Result<int32_t> Session::draft(int n_rows, bool from_trunk, const int32_t* tokens, int pos0, int h_row0) {
-  MtpGraph& g = mtp_step({.n_rows = n_rows, .n_kv = kv_span(pos0 + n_rows), .from_trunk = from_trunk,
-                          .n_outputs = 1, .tap = cfg_.mtp_tap});
+  MtpGraph& g = mtp_step({.n_rows = n_rows,
+                          .n_kv = kv_span(pos0 + n_rows),
+                          .from_trunk = from_trunk,
+                          .n_outputs = 1,
+                          .tap = cfg_.mtp_tap});
   Executor& ex = runner_.executor();
   GL_TRY(ex.allocate(g.graph));
   fill_mtp_inputs(g, ex, tokens, pos0, h_row0);
@@ -192,7 +195,9 @@ struct Session::Verdict {
   int32_t target(Session& s, int i, int32_t draft) const {
     return ids.empty() ? s.check_draft(draft, row(logits, n_vocab, i)) : ids[static_cast<size_t>(i)];
   }
-  int32_t bonus(Session& s, int i) const { return ids.empty() ? s.pick(row(logits, n_vocab, i)) : ids[static_cast<size_t>(i)]; }
+  int32_t bonus(Session& s, int i) const {
+    return ids.empty() ? s.pick(row(logits, n_vocab, i)) : ids[static_cast<size_t>(i)];
+  }
 };
 
 Result<Session::Verdict> Session::verify(std::span<const int32_t> block, std::span<const int32_t> rows) {

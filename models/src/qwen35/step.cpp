@@ -61,7 +61,7 @@ StepGraph build_step(const Model& m, Cache& cache, const StepShape& shape, Tenso
   Tensor* rows = shape.hidden_all ? get_rows(c, h, sg.in.out_ids) : h;
   Tensor* hn = detail::norm(s, rows, m.output_norm, "result_norm", -1);
   sg.logits = set_name(mul_mat(c, m.output, hn), "result_output");  // [n_vocab, n_outputs]
-  sg.argmax = set_name(argmax(c, sg.logits), "result_argmax");       // greedy picks, read without the logits
+  sg.argmax = set_name(argmax(c, sg.logits), "result_argmax");      // greedy picks, read without the logits
 
   std::vector<Tensor*> roots{sg.logits, sg.argmax, sg.hidden};
   if (hidden_sink) {

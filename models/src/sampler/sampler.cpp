@@ -63,7 +63,7 @@ std::vector<Sampler::Candidate> Sampler::filter(std::span<const float> logits) c
     c.push_back({static_cast<int32_t>(i), static_cast<double>(x) / temperature});
   }
   if (c.empty()) return {{argmax(logits), 1.0}};  // nothing possible: token 0, as argmax says
-  if (pos_inf) {  // +inf logits share all the mass
+  if (pos_inf) {                                  // +inf logits share all the mass
     std::erase_if(c, [](const Candidate& a) { return !std::isinf(a.v); });
     for (Candidate& a : c) a.v = 0.0;
   }

@@ -40,8 +40,10 @@ std::string with_unicode_whitespace(std::string_view pattern) {
       }
       continue;
     }
-    if (c == '[' && !in_class) in_class = true;
-    else if (c == ']' && in_class) in_class = false;
+    if (c == '[' && !in_class)
+      in_class = true;
+    else if (c == ']' && in_class)
+      in_class = false;
     out.push_back(c);
   }
   return out;
@@ -61,8 +63,8 @@ PreTokenizer::PreTokenizer(std::string_view pre)
   const std::string expanded = with_unicode_whitespace(impl_->pattern);
   int err = 0;
   PCRE2_SIZE err_offset = 0;
-  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(expanded.data()), expanded.size(),
-                              PCRE2_UTF | PCRE2_UCP, &err, &err_offset, nullptr);
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(expanded.data()), expanded.size(), PCRE2_UTF | PCRE2_UCP,
+                              &err, &err_offset, nullptr);
   GL_ASSERT(impl_->code != nullptr, "the pre-tokenizer regex does not compile");
   // Without a JIT pcre2_match interprets the pattern: slower, same results.
   (void)pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE);

@@ -29,8 +29,7 @@ Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   Result<std::string> model = f.get<std::string>(kModel);
   if (!model) return tok_error(model.error());
   if (*model != "gpt2")
-    return tok_error(fmt::format("{}: {} is '{}'; only 'gpt2' (byte-level BPE) is supported", t.name_, kModel,
-                                 *model));
+    return tok_error(fmt::format("{}: {} is '{}'; only 'gpt2' (byte-level BPE) is supported", t.name_, kModel, *model));
   // Absent or unknown names use the Qwen2 split (see PreTokenizer).
   Result<std::string> pre = f.get_or<std::string>(kPre, "qwen2");
   if (!pre) return tok_error(pre.error());
@@ -67,8 +66,10 @@ Status Tokenizer::load_vocab(const GgufFile& f) {
   for (size_t i = 0; i < tokens_.size(); ++i) {
     const auto id = static_cast<int32_t>(i);
     const TokenType type = types_[i];
-    if (type == TokenType::NORMAL) pieces_[i] = detail::byte_level_decode(tokens_[i]);
-    else if (type == TokenType::CONTROL || type == TokenType::USER_DEFINED) pieces_[i] = tokens_[i];
+    if (type == TokenType::NORMAL)
+      pieces_[i] = detail::byte_level_decode(tokens_[i]);
+    else if (type == TokenType::CONTROL || type == TokenType::USER_DEFINED)
+      pieces_[i] = tokens_[i];
     auto [it, inserted] = ids_.try_emplace(tokens_[i], id);
     if (!inserted && type == TokenType::NORMAL && types_[size_t(it->second)] != TokenType::NORMAL) it->second = id;
   }

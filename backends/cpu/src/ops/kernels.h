@@ -9,23 +9,23 @@
 
 namespace gl::cpu {
 
-void binary(Tensor& dst);        // ADD, SUB, MUL, DIV (broadcasting)
-void unary(Tensor& dst);         // SCALE, SILU, SIGMOID, SOFTPLUS, EXP
-void swiglu(Tensor& dst);        // SWIGLU
-void norm(Tensor& dst);          // RMS_NORM, L2_NORM
-void mul_mat(Tensor& dst);       // MUL_MAT
-void mul_mat_id(Tensor& dst);    // MUL_MAT_ID
-void softmax(Tensor& dst);       // SOFTMAX
-void flash_attn(Tensor& dst);    // FLASH_ATTN
-void rope(Tensor& dst);          // ROPE
-void get_rows(Tensor& dst);      // GET_ROWS
-void set_rows(Tensor& dst);      // SET_ROWS
-void concat(Tensor& dst);        // CONCAT
-void copy(Tensor& dst);          // CONT, CPY
-void argmax(Tensor& dst);        // ARGMAX
-void top_k(Tensor& dst);         // TOP_K
-void sum_rows(Tensor& dst);      // SUM_ROWS
-void ssm_conv(Tensor& dst);      // SSM_CONV
+void binary(Tensor& dst);            // ADD, SUB, MUL, DIV (broadcasting)
+void unary(Tensor& dst);             // SCALE, SILU, SIGMOID, SOFTPLUS, EXP
+void swiglu(Tensor& dst);            // SWIGLU
+void norm(Tensor& dst);              // RMS_NORM, L2_NORM
+void mul_mat(Tensor& dst);           // MUL_MAT
+void mul_mat_id(Tensor& dst);        // MUL_MAT_ID
+void softmax(Tensor& dst);           // SOFTMAX
+void flash_attn(Tensor& dst);        // FLASH_ATTN
+void rope(Tensor& dst);              // ROPE
+void get_rows(Tensor& dst);          // GET_ROWS
+void set_rows(Tensor& dst);          // SET_ROWS
+void concat(Tensor& dst);            // CONCAT
+void copy(Tensor& dst);              // CONT, CPY
+void argmax(Tensor& dst);            // ARGMAX
+void top_k(Tensor& dst);             // TOP_K
+void sum_rows(Tensor& dst);          // SUM_ROWS
+void ssm_conv(Tensor& dst);          // SSM_CONV
 void gated_delta_rule(Tensor& dst);  // GATED_DELTA_RULE
 
 }  // namespace gl::cpu

@@ -96,21 +96,11 @@ void convert_row(const void* src, float* dst, int64_t n) {
 
 void row_to_f32(DType type, const void* src, float* dst, int64_t n) {
   switch (type) {
-    case DType::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
-    case DType::F16:
-      convert_row<DType::F16>(src, dst, n);
-      return;
-    case DType::BF16:
-      convert_row<DType::BF16>(src, dst, n);
-      return;
-    case DType::Q8_0:
-      convert_row<DType::Q8_0>(src, dst, n);
-      return;
-    case DType::I32:
-      to_float(type, src, dst, n);
-      return;
+    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
+    case DType::F16: convert_row<DType::F16>(src, dst, n); return;
+    case DType::BF16: convert_row<DType::BF16>(src, dst, n); return;
+    case DType::Q8_0: convert_row<DType::Q8_0>(src, dst, n); return;
+    case DType::I32: to_float(type, src, dst, n); return;
   }
 }
 
@@ -124,20 +114,11 @@ void dot_rows(const float* const* w, int nw, const float* const* x, int64_t nx, 
 void dot_rows_stored(DType type, const void* const* w, int nw, const float* const* x, int64_t nx, int64_t k,
                      float* const* out, int64_t out_off) {
   switch (type) {
-    case DType::F32:
-      dot_rows_t<DType::F32>(w, nw, x, nx, k, out, out_off);
-      return;
-    case DType::F16:
-      dot_rows_t<DType::F16>(w, nw, x, nx, k, out, out_off);
-      return;
-    case DType::BF16:
-      dot_rows_t<DType::BF16>(w, nw, x, nx, k, out, out_off);
-      return;
-    case DType::Q8_0:
-      dot_rows_t<DType::Q8_0>(w, nw, x, nx, k, out, out_off);
-      return;
-    case DType::I32:
-      break;
+    case DType::F32: dot_rows_t<DType::F32>(w, nw, x, nx, k, out, out_off); return;
+    case DType::F16: dot_rows_t<DType::F16>(w, nw, x, nx, k, out, out_off); return;
+    case DType::BF16: dot_rows_t<DType::BF16>(w, nw, x, nx, k, out, out_off); return;
+    case DType::Q8_0: dot_rows_t<DType::Q8_0>(w, nw, x, nx, k, out, out_off); return;
+    case DType::I32: break;
   }
   GL_ASSERT(false, "[mul_mat] i32 weights have no dot product");
 }

@@ -15,7 +15,6 @@
 namespace gl::cpu {
 namespace {
 
-
 double sum_squares(const float* x, int64_t n) {
   double s = 0.0;
   for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);

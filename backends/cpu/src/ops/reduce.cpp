@@ -18,7 +18,6 @@
 namespace gl::cpu {
 namespace {
 
-
 // Row (i1, i2, i3) of t as floats: a pointer into t for dense F32 rows, else loaded into buf.
 const float* row_f32(const Tensor& t, int64_t i1, int64_t i2, int64_t i3, std::vector<float>& buf) {
   if (is_f32_rows(t)) return reinterpret_cast<const float*>(elem_ptr(t, 0, i1, i2, i3));

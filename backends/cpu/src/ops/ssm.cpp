@@ -11,9 +11,9 @@
 
 #include "ggml-lite/status.h"
 #include "kernels.h"
+#include "parallel.h"
 #include "rows.h"
 #include "ssm.h"
-#include "parallel.h"
 
 namespace gl::cpu {
 namespace {

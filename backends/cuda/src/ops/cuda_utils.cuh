@@ -151,15 +151,11 @@ __device__ __forceinline__ uint16_t float_to_half_bits(float f) { return __half_
 // Value of a plain (unquantized) element at p.
 __device__ __forceinline__ float load_plain(DType t, const char* p) {
   switch (t) {
-    case DType::F16:
-      return half_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
-    case DType::BF16:
-      return bf16_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
-    case DType::I32:
-      return static_cast<float>(*reinterpret_cast<const int32_t*>(p));
+    case DType::F16: return half_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
+    case DType::BF16: return bf16_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
+    case DType::I32: return static_cast<float>(*reinterpret_cast<const int32_t*>(p));
     case DType::F32:
-    case DType::Q8_0:
-      break;
+    case DType::Q8_0: break;
   }
   return *reinterpret_cast<const float*>(p);
 }
@@ -184,18 +180,11 @@ __device__ __forceinline__ float round_to(DType t, float v) {
 // Stores v into a plain element at p in dtype t (F32 -> I32 truncates, as static_cast does).
 __device__ __forceinline__ void store_plain(DType t, char* p, float v) {
   switch (t) {
-    case DType::F16:
-      *reinterpret_cast<uint16_t*>(p) = float_to_half_bits(v);
-      return;
-    case DType::BF16:
-      *reinterpret_cast<uint16_t*>(p) = float_to_bf16_bits(v);
-      return;
-    case DType::I32:
-      *reinterpret_cast<int32_t*>(p) = static_cast<int32_t>(v);
-      return;
+    case DType::F16: *reinterpret_cast<uint16_t*>(p) = float_to_half_bits(v); return;
+    case DType::BF16: *reinterpret_cast<uint16_t*>(p) = float_to_bf16_bits(v); return;
+    case DType::I32: *reinterpret_cast<int32_t*>(p) = static_cast<int32_t>(v); return;
     case DType::F32:
-    case DType::Q8_0:
-      break;
+    case DType::Q8_0: break;
   }
   *reinterpret_cast<float*>(p) = v;
 }

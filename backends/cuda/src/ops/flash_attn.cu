@@ -22,10 +22,10 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTile = 32;                // keys per tile: one score per lane in the softmax step
+constexpr int kTile = 32;  // keys per tile: one score per lane in the softmax step
 constexpr int kKeysPerWarp = kTile / kWarps;
-constexpr int64_t kSplitMaxRows = 8;     // query rows up to which a block takes one tile (split path)
-constexpr int64_t kMaxHead = 256;        // largest Dk / Dv: 8 elements per lane, one per thread
+constexpr int64_t kSplitMaxRows = 8;  // query rows up to which a block takes one tile (split path)
+constexpr int64_t kMaxHead = 256;     // largest Dk / Dv: 8 elements per lane, one per thread
 
 struct AttnArgs {
   TensorArg q, k, v, mask, out;
@@ -60,8 +60,8 @@ struct Smem {
 // keys w, w + kWarps, ...; lanes split the head dimension; masked keys and keys past the span (or
 // the causal cut) score -inf.
 template <int EPL, int G, bool kVec>
-__device__ void tile_scores(const AttnArgs& a, const float (&q)[G][EPL], int64_t kv, int64_t t, int64_t j0,
-                            int64_t end, Smem<G>& sm) {
+__device__ void tile_scores(const AttnArgs& a, const float (&q)[G][EPL], int64_t kv, int64_t t, int64_t j0, int64_t end,
+                            Smem<G>& sm) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t dk = a.q.ne[0];
   const char* kbase = a.k.data + kv * a.k.nb[1];
@@ -264,8 +264,17 @@ void flash_attn(const Ctx& ctx, Tensor& dst) {
   const Tensor* mask = dst.src[3];
   const SoftmaxParams p = dst.p<SoftmaxParams>();
   if (nelements(dst) == 0) return;
-  AttnArgs a{arg(q), arg(k), arg(v), mask ? arg(*mask) : TensorArg{}, arg(dst), mask != nullptr, p.causal, p.scale,
-             q.ne[1] / k.ne[1], 1, nullptr};
+  AttnArgs a{arg(q),
+             arg(k),
+             arg(v),
+             mask ? arg(*mask) : TensorArg{},
+             arg(dst),
+             mask != nullptr,
+             p.causal,
+             p.scale,
+             q.ne[1] / k.ne[1],
+             1,
+             nullptr};
   const bool vec = vec_kv(k, v);
   if (q.ne[0] <= 32) return launch_group<1, false>(ctx, a);
   if (q.ne[0] <= 64) return launch_group<2, false>(ctx, a);

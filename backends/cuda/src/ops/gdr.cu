@@ -60,7 +60,7 @@ __device__ __forceinline__ void load_token(const GdrArgs& a, int64_t j, int64_t 
 
 // Block (32 lanes = state columns, kGdrWarps warps = row slices); grid (column blocks, value heads).
 template <int kRows>
-__global__ void __launch_bounds__(kWarp * kGdrWarps) gdr_kernel(GdrArgs a) {
+__global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a) {
   __shared__ float red_u[kGdrWarps][kWarp];
   __shared__ float red_o[kGdrWarps][kWarp];
   const int lane = static_cast<int>(threadIdx.x), warp = static_cast<int>(threadIdx.y);

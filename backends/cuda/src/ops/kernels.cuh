@@ -13,10 +13,10 @@
 
 namespace gl::cuda {
 
-void binary(const Ctx& ctx, Tensor& dst);        // ADD, SUB, MUL, DIV (broadcasting)
-void unary(const Ctx& ctx, Tensor& dst);         // SCALE, SILU, SIGMOID, SOFTPLUS, EXP
-void swiglu(const Ctx& ctx, Tensor& dst);        // SWIGLU
-void norm(const Ctx& ctx, Tensor& dst);          // RMS_NORM, L2_NORM
+void binary(const Ctx& ctx, Tensor& dst);  // ADD, SUB, MUL, DIV (broadcasting)
+void unary(const Ctx& ctx, Tensor& dst);   // SCALE, SILU, SIGMOID, SOFTPLUS, EXP
+void swiglu(const Ctx& ctx, Tensor& dst);  // SWIGLU
+void norm(const Ctx& ctx, Tensor& dst);    // RMS_NORM, L2_NORM
 // A norm and the MUL by a broadcast weight that follows it, as one kernel writing both results;
 // false (nothing launched) when the pair does not have that shape.
 bool norm_mul(const Ctx& ctx, Tensor& norm, Tensor& mul);
@@ -26,23 +26,23 @@ bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& norm, Tensor& mul);
 // The longest run (2..4) of elementwise nodes at the front of nodes, each reading the previous
 // one, as one kernel writing every node's result; 0 (nothing launched) when there is none.
 int elementwise_chain(const Ctx& ctx, std::span<Tensor* const> nodes);
-void softmax(const Ctx& ctx, Tensor& dst);       // SOFTMAX
-void flash_attn(const Ctx& ctx, Tensor& dst);    // FLASH_ATTN
-void rope(const Ctx& ctx, Tensor& dst);          // ROPE
-void get_rows(const Ctx& ctx, Tensor& dst);      // GET_ROWS
-void set_rows(const Ctx& ctx, Tensor& dst);      // SET_ROWS
-void concat(const Ctx& ctx, Tensor& dst);        // CONCAT
-void copy(const Ctx& ctx, Tensor& dst);          // CONT, CPY
-void argmax(const Ctx& ctx, Tensor& dst);        // ARGMAX
-void top_k(const Ctx& ctx, Tensor& dst);         // TOP_K
-void sum_rows(const Ctx& ctx, Tensor& dst);      // SUM_ROWS
-void mul_mat(const Ctx& ctx, Tensor& dst);       // MUL_MAT
+void softmax(const Ctx& ctx, Tensor& dst);     // SOFTMAX
+void flash_attn(const Ctx& ctx, Tensor& dst);  // FLASH_ATTN
+void rope(const Ctx& ctx, Tensor& dst);        // ROPE
+void get_rows(const Ctx& ctx, Tensor& dst);    // GET_ROWS
+void set_rows(const Ctx& ctx, Tensor& dst);    // SET_ROWS
+void concat(const Ctx& ctx, Tensor& dst);      // CONCAT
+void copy(const Ctx& ctx, Tensor& dst);        // CONT, CPY
+void argmax(const Ctx& ctx, Tensor& dst);      // ARGMAX
+void top_k(const Ctx& ctx, Tensor& dst);       // TOP_K
+void sum_rows(const Ctx& ctx, Tensor& dst);    // SUM_ROWS
+void mul_mat(const Ctx& ctx, Tensor& dst);     // MUL_MAT
 // A MUL_MAT on the GEMV path followed by elementwise nodes reading its result (a gate's sigmoid,
 // the softplus gate chain, swiglu on the up projection): one launch, the chain applied by each
 // output's writer; how many nodes were launched, 0 (nothing launched) when there is no such run.
 int mul_mat_chain(const Ctx& ctx, std::span<Tensor* const> nodes);
-void mul_mat_id(const Ctx& ctx, Tensor& dst);    // MUL_MAT_ID
-void ssm_conv(const Ctx& ctx, Tensor& dst);      // SSM_CONV
+void mul_mat_id(const Ctx& ctx, Tensor& dst);  // MUL_MAT_ID
+void ssm_conv(const Ctx& ctx, Tensor& dst);    // SSM_CONV
 // CONCAT(state, new, dim 1) -> SSM_CONV -> SILU (the GDN input path), one kernel writing all three
 // results; false (nothing launched) when the three do not have that shape.
 bool conv_window(const Ctx& ctx, Tensor& concat, Tensor& conv, Tensor& silu);
@@ -52,10 +52,10 @@ void gated_delta_rule_chunked(const Ctx& ctx, Tensor& dst);
 
 // Per family: can the entry compute this node (dtypes, layouts)? Unsupported nodes run on the CPU.
 bool supports_flash_attn(const Tensor& node);
-bool supports_elementwise(const Tensor& node);   // binary, unary, swiglu, norm, softmax, rope
-bool supports_layout(const Tensor& node);        // get_rows, set_rows, concat, copy
-bool supports_reduce(const Tensor& node);        // argmax, top_k, sum_rows
-bool supports_matmul(const Tensor& node);        // mul_mat, mul_mat_id
-bool supports_ssm(const Tensor& node);           // ssm_conv, gated_delta_rule
+bool supports_elementwise(const Tensor& node);  // binary, unary, swiglu, norm, softmax, rope
+bool supports_layout(const Tensor& node);       // get_rows, set_rows, concat, copy
+bool supports_reduce(const Tensor& node);       // argmax, top_k, sum_rows
+bool supports_matmul(const Tensor& node);       // mul_mat, mul_mat_id
+bool supports_ssm(const Tensor& node);          // ssm_conv, gated_delta_rule
 
 }  // namespace gl::cuda

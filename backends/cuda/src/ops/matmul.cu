@@ -112,14 +112,11 @@ struct GemmType {
 
 GemmType gemm_type(DType w) {
   switch (w) {
-    case DType::F32:
-      return {DType::F32, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
-    case DType::BF16:
-      return {DType::BF16, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
+    case DType::F32: return {DType::F32, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
+    case DType::BF16: return {DType::BF16, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
     case DType::F16:
     case DType::Q8_0:
-    case DType::I32:
-      break;
+    case DType::I32: break;
   }
   return {DType::F16, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
 }
@@ -156,9 +153,9 @@ WeightOperand weight_operand(const Tensor& w, const GemmType& gt) {
 // x as the B operand: in place when F32 rows with uniform column stride, else converted contiguous.
 struct ActOperand {
   const void* data = nullptr;
-  int64_t ld = 0;         // elements between columns (activation rows)
-  int64_t batch = 0;      // elements between x batches i2
-  int64_t batch3 = 0;     // elements between x batches i3
+  int64_t ld = 0;      // elements between columns (activation rows)
+  int64_t batch = 0;   // elements between x batches i2
+  int64_t batch3 = 0;  // elements between x batches i3
 };
 
 bool act_direct(const Tensor& x, const GemmType& gt, int64_t r2) {
@@ -186,13 +183,13 @@ const void* weight_tile(const Ctx& ctx, const Tensor& w, const WeightOperand& wa
   if (wa.direct) return static_cast<const char*>(w.data) + w2 * w.nb[2] + w3 * w.nb[3];
   const int64_t k = w.ne[0];
   if (w.type == DType::Q8_0) {
-    dequant_q8_0_kernel<<<convert_blocks(tn * k / 2), kConvertThreads, 0, ctx.stream>>>(mm::view_of(w), n0, tn, w2,
-                                                                                       w3, buf.as<__half2>());
+    dequant_q8_0_kernel<<<convert_blocks(tn * k / 2), kConvertThreads, 0, ctx.stream>>>(mm::view_of(w), n0, tn, w2, w3,
+                                                                                        buf.as<__half2>());
   } else {
     with_type(gt.type, [&](auto tag) {
       using T = decltype(tag);
-      convert_w_kernel<T><<<convert_blocks(tn * k), kConvertThreads, 0, ctx.stream>>>(mm::view_of(w), n0, tn, w2,
-                                                                                     w3, buf.as<T>());
+      convert_w_kernel<T>
+          <<<convert_blocks(tn * k), kConvertThreads, 0, ctx.stream>>>(mm::view_of(w), n0, tn, w2, w3, buf.as<T>());
     });
   }
   GL_CUDA_CHECK(cudaGetLastError());
@@ -235,7 +232,8 @@ void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& ds
         convert_dense_x_kernel<T><<<convert_blocks(x_elems / 4), kConvertThreads, 0, ctx.stream>>>(
             static_cast<const float4*>(x.data), hi, lo, x_elems / 4);
       } else {
-        convert_x_kernel<T><<<convert_blocks(x_elems), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi, lo, x_elems);
+        convert_x_kernel<T>
+            <<<convert_blocks(x_elems), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi, lo, x_elems);
       }
     });
     GL_CUDA_CHECK(cudaGetLastError());

@@ -39,7 +39,7 @@ constexpr int64_t kMaxGridY = 65535;
 // Weight rows [0, n) of length k, row stride nb1, element stride nb0 (plain types).
 struct WDesc {
   int64_t k, n, nb0, nb1;
-  bool vec;  // rows dense, 16-byte aligned and k % E == 0: one 16-byte load per chunk
+  bool vec;               // rows dense, 16-byte aligned and k % E == 0: one 16-byte load per chunk
   int64_t row_bytes = 0;  // bytes of one dense row (0: strided rows, not prefetched)
 };
 
@@ -388,16 +388,11 @@ void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows, co
 template <int M, class Rows, class Epi = NoEpilogue>
 void launch_dtype(const Ctx& ctx, DType wt, const WDesc& w, const XDesc& x, const Rows& rows, const Epi& epi = {}) {
   switch (wt) {
-    case DType::F32:
-      return launch<DType::F32, M>(ctx, w, x, rows, epi);
-    case DType::F16:
-      return launch<DType::F16, M>(ctx, w, x, rows, epi);
-    case DType::BF16:
-      return launch<DType::BF16, M>(ctx, w, x, rows, epi);
-    case DType::Q8_0:
-      return launch<DType::Q8_0, M>(ctx, w, x, rows, epi);
-    case DType::I32:
-      break;
+    case DType::F32: return launch<DType::F32, M>(ctx, w, x, rows, epi);
+    case DType::F16: return launch<DType::F16, M>(ctx, w, x, rows, epi);
+    case DType::BF16: return launch<DType::BF16, M>(ctx, w, x, rows, epi);
+    case DType::Q8_0: return launch<DType::Q8_0, M>(ctx, w, x, rows, epi);
+    case DType::I32: break;
   }
   fail(__FILE__, __LINE__, "gemv", "unsupported weight dtype");
 }
@@ -449,17 +444,13 @@ void gemv_mul_mat_with(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor&
                   x.ne[3],
                   ceil_div<int64_t>(m, rows_per_group)};
   const WDesc wd = weight_desc(w, {static_cast<int64_t>(w.nb[2]), static_cast<int64_t>(w.nb[3])});
-  const XDesc xd = act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2]),
-                                static_cast<int64_t>(x.nb[3])});
+  const XDesc xd =
+      act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2]), static_cast<int64_t>(x.nb[3])});
   switch (rows_per_group) {
-    case 1:
-      return launch_dtype<1>(ctx, w.type, wd, xd, rows, epi);
-    case 2:
-      return launch_dtype<2>(ctx, w.type, wd, xd, rows, epi);
-    case 4:
-      return launch_dtype<4>(ctx, w.type, wd, xd, rows, epi);
-    default:
-      return launch_dtype<kGemvMaxRows>(ctx, w.type, wd, xd, rows, epi);
+    case 1: return launch_dtype<1>(ctx, w.type, wd, xd, rows, epi);
+    case 2: return launch_dtype<2>(ctx, w.type, wd, xd, rows, epi);
+    case 4: return launch_dtype<4>(ctx, w.type, wd, xd, rows, epi);
+    default: return launch_dtype<kGemvMaxRows>(ctx, w.type, wd, xd, rows, epi);
   }
 }
 

@@ -58,11 +58,11 @@ __device__ int32_t block_exclusive_scan(int32_t* data, int n, int32_t* tmp) {
 }
 
 // One block: slots (u, t) grouped by expert into tiles of at most kGemvMaxRows rows.
-__global__ void route_kernel(const char* ids, int64_t ids_nb0, int64_t ids_nb1, int n_used, int n_slots,
-                             int n_experts, int64_t n_out, float* dst, RouteOut out) {
+__global__ void route_kernel(const char* ids, int64_t ids_nb0, int64_t ids_nb1, int n_used, int n_slots, int n_experts,
+                             int64_t n_out, float* dst, RouteOut out) {
   extern __shared__ int32_t sm[];
-  int32_t* count = sm;                   // slots per expert
-  int32_t* row_off = sm + n_experts;     // first sorted slot of each expert, then its cursor
+  int32_t* count = sm;                     // slots per expert
+  int32_t* row_off = sm + n_experts;       // first sorted slot of each expert, then its cursor
   int32_t* tile_off = sm + 2 * n_experts;  // first tile of each expert
   int32_t* tmp = sm + 3 * n_experts;
   const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);

@@ -57,15 +57,11 @@ __device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) { return __uint_as
 // One scalar of a plain float type (F32, F16, BF16) at p.
 __device__ __forceinline__ float load_scalar(DType t, const char* p) {
   switch (t) {
-    case DType::F32:
-      return *reinterpret_cast<const float*>(p);
-    case DType::F16:
-      return half_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
-    case DType::BF16:
-      return bf16_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
+    case DType::F32: return *reinterpret_cast<const float*>(p);
+    case DType::F16: return half_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
+    case DType::BF16: return bf16_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
     case DType::I32:
-    case DType::Q8_0:
-      break;
+    case DType::Q8_0: break;
   }
   return 0.0f;
 }

@@ -35,7 +35,8 @@ struct NormFusion {
 // y = x / sqrt(ss / n + eps) (rms) or x / sqrt(ss + eps) (l2), per row; with kAdd the row is
 // x + b (stored to sum first; rows fit the register cache, see norm_add_mul), with kMul also m.
 template <bool kAdd, bool kMul>
-__global__ void __launch_bounds__(kNormThreads) norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, NormFusion f) {
+__global__ void __launch_bounds__(kNormThreads)
+    norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, NormFusion f) {
   pdl_trigger();  // a following GEMV may become resident while this kernel runs
   __shared__ double scratch[32];
   const int64_t ne0 = x.ne[0];
@@ -109,9 +110,8 @@ constexpr int kRowElems = 8;  // per lane: rows up to 256
 constexpr int kRowsPerBlock = 8;
 
 template <bool kMul>
-__global__ void __launch_bounds__(kRowLanes * kRowsPerBlock) short_norm_kernel(TensorArg x, TensorArg y, int64_t rows,
-                                                                               bool rms, double eps, TensorArg w,
-                                                                               TensorArg m) {
+__global__ void __launch_bounds__(kRowLanes* kRowsPerBlock)
+    short_norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, TensorArg w, TensorArg m) {
   pdl_trigger();  // a following GEMV may become resident while this kernel runs
   const int lane = threadIdx.x % kRowLanes;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kRowLanes;
@@ -151,7 +151,8 @@ template <bool kMul>
 bool launch_short(const Ctx& ctx, const Tensor& x, const Tensor& y, const Tensor* w, const Tensor* m) {
   if (y.ne[0] > int64_t{kRowLanes} * kRowElems) return false;
   const int64_t rows = nrows(y);
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, kMaxBlocks));
+  const unsigned blocks =
+      static_cast<unsigned>(std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, kMaxBlocks));
   if (rows == 0) return true;
   short_norm_kernel<kMul><<<blocks, kRowLanes * kRowsPerBlock, 0, ctx.stream>>>(
       arg(x), arg(y), rows, y.op == Op::RMS_NORM, static_cast<double>(y.p<NormParams>().eps), w ? arg(*w) : TensorArg{},
@@ -215,7 +216,8 @@ __global__ void __launch_bounds__(kNormThreads) wide_norm_kernel(WideRows a, boo
                       static_cast<float>(xv[c].z * inv), static_cast<float>(xv[c].w * inv)};
       reinterpret_cast<float4*>(a.y)[off + i] = yv;
       if constexpr (kMul)
-        reinterpret_cast<float4*>(a.m)[off + i] = float4{yv.x * wv[c].x, yv.y * wv[c].y, yv.z * wv[c].z, yv.w * wv[c].w};
+        reinterpret_cast<float4*>(a.m)[off + i] =
+            float4{yv.x * wv[c].x, yv.y * wv[c].y, yv.z * wv[c].z, yv.w * wv[c].w};
     }
   }
 }
@@ -275,8 +277,14 @@ bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
   if (nelements(nrm) == 0) return true;
   if (wide_rows(*nrm.src[0], nullptr, nrm, mul.src[1]) && dense_f32(mul)) {
     const Tensor& x = *nrm.src[0];
-    WideRows a{static_cast<const float*>(x.data), nullptr, nullptr, static_cast<float*>(nrm.data),
-               static_cast<const float*>(mul.src[1]->data), static_cast<float*>(mul.data), nrm.ne[0], nrows(nrm)};
+    WideRows a{static_cast<const float*>(x.data),
+               nullptr,
+               nullptr,
+               static_cast<float*>(nrm.data),
+               static_cast<const float*>(mul.src[1]->data),
+               static_cast<float*>(mul.data),
+               nrm.ne[0],
+               nrows(nrm)};
     launch_wide<false, true>(ctx, a, rms, eps);
     return true;
   }
@@ -286,8 +294,8 @@ bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
   NormFusion f;
   f.w = arg(*mul.src[1]);
   f.m = arg(mul);
-  norm_kernel<false, true><<<l.grid, l.block, 0, ctx.stream>>>(arg(*nrm.src[0]), arg(nrm), l.rows, nrm.op == Op::RMS_NORM,
-                                                              static_cast<double>(nrm.p<NormParams>().eps), f);
+  norm_kernel<false, true><<<l.grid, l.block, 0, ctx.stream>>>(
+      arg(*nrm.src[0]), arg(nrm), l.rows, nrm.op == Op::RMS_NORM, static_cast<double>(nrm.p<NormParams>().eps), f);
   return true;
 }
 
@@ -310,9 +318,14 @@ bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& nrm, Tensor& mul) {
   const double eps = static_cast<double>(nrm.p<NormParams>().eps);
   if (nelements(nrm) == 0) return true;
   if (wide_rows(a, &b, nrm, mul.src[1]) && dense_f32(add) && dense_f32(mul)) {
-    WideRows w{static_cast<const float*>(a.data), static_cast<const float*>(b.data), static_cast<float*>(add.data),
-               static_cast<float*>(nrm.data), static_cast<const float*>(mul.src[1]->data), static_cast<float*>(mul.data),
-               nrm.ne[0], nrows(nrm)};
+    WideRows w{static_cast<const float*>(a.data),
+               static_cast<const float*>(b.data),
+               static_cast<float*>(add.data),
+               static_cast<float*>(nrm.data),
+               static_cast<const float*>(mul.src[1]->data),
+               static_cast<float*>(mul.data),
+               nrm.ne[0],
+               nrows(nrm)};
     launch_wide<true, true>(ctx, w, rms, eps);
     return true;
   }
@@ -320,7 +333,7 @@ bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& nrm, Tensor& mul) {
   if (l.empty()) return true;
   NormFusion f{arg(b), arg(add), arg(*mul.src[1]), arg(mul)};
   norm_kernel<true, true><<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(nrm), l.rows, nrm.op == Op::RMS_NORM,
-                                                             static_cast<double>(nrm.p<NormParams>().eps), f);
+                                                              static_cast<double>(nrm.p<NormParams>().eps), f);
   return true;
 }
 

@@ -93,8 +93,8 @@ bool conv_window(const Ctx& ctx, Tensor& cat, Tensor& conv, Tensor& act) {
   if (!disjoint(cat, conv) || !disjoint(cat, act) || !safe_to_fuse(act, conv)) return false;
   if (n == 0) return true;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(mm::ceil_div<int64_t>(n, kConvThreads), 65535));
-  conv_window_kernel<<<blocks, kConvThreads, 0, ctx.stream>>>(ConvWindow{arg(a), arg(b), arg(w), arg(cat), arg(conv), arg(act)},
-                                                              channels, n_t);
+  conv_window_kernel<<<blocks, kConvThreads, 0, ctx.stream>>>(
+      ConvWindow{arg(a), arg(b), arg(w), arg(cat), arg(conv), arg(act)}, channels, n_t);
   return true;
 }
 
@@ -106,7 +106,7 @@ void ssm_conv(const Ctx& ctx, Tensor& dst) {
   if (n == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(mm::ceil_div<int64_t>(n, kConvThreads), 65535));
   ssm_conv_kernel<<<blocks, kConvThreads, 0, ctx.stream>>>(mm::view_of(xs), mm::view_of(w),
-                                                            static_cast<float*>(dst.data), channels, n_t);
+                                                           static_cast<float*>(dst.data), channels, n_t);
   GL_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -25,7 +25,7 @@ inline constexpr MtpTap kQwen35MtpTap = MtpTap::NORMED;
 class MtpCache {
  public:
   MtpCache(const Model& m, int n_ctx, int max_rows, Backend& backend);
-  Tensor* k = nullptr;        // [head_dim * n_head_kv, n_ctx]
+  Tensor* k = nullptr;  // [head_dim * n_head_kv, n_ctx]
   Tensor* v = nullptr;
   Tensor* h_trunk = nullptr;  // [n_embd, max_rows]: pre-norm trunk rows of the last trunk step
   Tensor* h_chain = nullptr;  // [n_embd, 1]: post-norm MTP row of the last draft step
@@ -44,10 +44,10 @@ class MtpCache {
 };
 
 struct MtpShape {
-  int n_rows = 1;            // MTP rows in this step
-  int n_kv = 0;              // attention span over the MTP cache
-  bool from_trunk = true;    // hidden rows from h_trunk (else h_chain)
-  int n_outputs = 1;         // LM head rows: the last n_outputs rows (0: none; 1: the drafting row)
+  int n_rows = 1;          // MTP rows in this step
+  int n_kv = 0;            // attention span over the MTP cache
+  bool from_trunk = true;  // hidden rows from h_trunk (else h_chain)
+  int n_outputs = 1;       // LM head rows: the last n_outputs rows (0: none; 1: the drafting row)
   MtpTap tap = kQwen35MtpTap;
 };
 

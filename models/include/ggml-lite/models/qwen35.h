@@ -134,7 +134,7 @@ class Model {
 
   Tensor* tok_embd = nullptr;
   Tensor* output_norm = nullptr;
-  Tensor* output = nullptr;  // token_embd when tied
+  Tensor* output = nullptr;          // token_embd when tied
   std::vector<LayerWeights> layers;  // n_layer + n_nextn
 
  private:
@@ -176,9 +176,9 @@ class Cache {
 
 struct StepShape {
   int n_tokens = 1;
-  int n_kv = 0;          // attention span (>= n_past + n_tokens), a bucket of the cache
-  int n_outputs = 1;     // rows that need logits
-  int n_states = 1;      // GDN states kept per token at the end of the step (K+1 for verify)
+  int n_kv = 0;             // attention span (>= n_past + n_tokens), a bucket of the cache
+  int n_outputs = 1;        // rows that need logits
+  int n_states = 1;         // GDN states kept per token at the end of the step (K+1 for verify)
   bool hidden_all = false;  // keep the pre-norm hidden state of every row (MTP); else slice early
 };
 
@@ -194,10 +194,10 @@ struct StepGraph {
   Graph graph;
   StepShape shape;
   StepInputs in;
-  Tensor* logits = nullptr;      // F32 [n_vocab, n_outputs]
-  Tensor* argmax = nullptr;      // I32 [n_outputs]: each output row's most likely token
-  Tensor* hidden = nullptr;      // F32 [n_embd, rows]: pre-norm, all rows when hidden_all
-  std::vector<Tensor*> gdn_states;  // per GDN layer: [Dv, Dk, Hv, n_states] snapshots
+  Tensor* logits = nullptr;           // F32 [n_vocab, n_outputs]
+  Tensor* argmax = nullptr;           // I32 [n_outputs]: each output row's most likely token
+  Tensor* hidden = nullptr;           // F32 [n_embd, rows]: pre-norm, all rows when hidden_all
+  std::vector<Tensor*> gdn_states;    // per GDN layer: [Dv, Dk, Hv, n_states] snapshots
   std::vector<Tensor*> conv_windows;  // per GDN layer: [conv_dim, Kc-1+n_tokens] (old state + inputs)
 };
 

@@ -29,9 +29,9 @@ namespace gl::qwen35 {
 
 struct RunConfig {
   int n_ctx = 4096;
-  int n_batch = 256;     // prefill chunk size
-  int mtp_k = 0;         // draft tokens per speculative round; 0 = off
-  int kv_bucket = 256;   // attention spans are rounded up to this (graph shape buckets)
+  int n_batch = 256;    // prefill chunk size
+  int mtp_k = 0;        // draft tokens per speculative round; 0 = off
+  int kv_bucket = 256;  // attention spans are rounded up to this (graph shape buckets)
   // Greedy plain decoding chains this many steps on the device per host round trip (each step's
   // pick feeds the next without a sync); up to greedy_chain - 1 tokens are computed ahead of
   // what next() has returned. 1 = one step per call.
@@ -47,10 +47,10 @@ struct SpecStats {
   std::vector<int64_t> drafted;   // per draft position (0 = first draft): drafts made there
   std::vector<int64_t> accepted;  // per draft position: drafts accepted there (all earlier ones were too)
   int64_t rounds = 0;
-  int64_t emitted = 0;            // tokens emitted by rounds (accepted + correction/bonus)
+  int64_t emitted = 0;                              // tokens emitted by rounds (accepted + correction/bonus)
   double t_draft = 0, t_verify = 0, t_catchup = 0;  // seconds
   int64_t n_draft_steps = 0, n_verify_steps = 0, n_catchup_steps = 0;  // steps behind those times
-  double acceptance() const;      // accepted / drafted over all positions
+  double acceptance() const;                                           // accepted / drafted over all positions
   double acceptance_at(size_t i) const;
   double mean_accepted_len() const;  // tokens emitted per round (1 + accepted per round)
 };

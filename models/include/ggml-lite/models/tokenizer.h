@@ -40,7 +40,13 @@ inline constexpr int32_t kNoToken = -1;  // eos_id()/bos_id()/find_token() when 
 
 // tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
 enum class TokenType : int32_t {
-  UNDEFINED = 0, NORMAL = 1, UNKNOWN = 2, CONTROL = 3, USER_DEFINED = 4, UNUSED = 5, BYTE = 6,
+  UNDEFINED = 0,
+  NORMAL = 1,
+  UNKNOWN = 2,
+  CONTROL = 3,
+  USER_DEFINED = 4,
+  UNUSED = 5,
+  BYTE = 6,
 };
 
 // The GPT-2 byte-to-unicode mapping: the UTF-8 text of the character that stands for byte b in
