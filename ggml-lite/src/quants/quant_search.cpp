@@ -40,7 +40,7 @@ float fit_symmetric(int n, int nmax, const float* x, int8_t* L, SymWeight weight
       if (store) L[i] = static_cast<int8_t>(l + nmax);
       const float w = sym_weight(weight, qw, x, i);
       sumlx += w * x[i] * to_f(l);
-      suml2 += w * to_f(l * l);
+      suml2 += w * to_f(l) * to_f(l);
     }
   };
   float sumlx, suml2;
@@ -74,7 +74,7 @@ float fit_symmetric_refine(int n, int nmax, const float* x, int8_t* L) {
     L[i] = static_cast<int8_t>(l);
     const float w = x[i] * x[i];
     sumlx += w * x[i] * to_f(l);
-    suml2 += w * to_f(l * l);
+    suml2 += w * to_f(l) * to_f(l);
   }
   for (int sweep = 0; sweep < 5; ++sweep) {
     int changed = 0;
@@ -83,11 +83,11 @@ float fit_symmetric_refine(int n, int nmax, const float* x, int8_t* L) {
       const float w = x[i] * x[i];
       float slx = sumlx - w * x[i] * to_f(L[i]);
       if (slx <= 0.0f) continue;
-      float sl2 = suml2 - w * to_f(L[i] * L[i]);
+      float sl2 = suml2 - w * to_f(L[i]) * to_f(L[i]);
       const int nl = clamp_int(round_even(x[i] * sl2 / slx), -nmax, nmax - 1);
       if (nl == L[i]) continue;
       slx += w * x[i] * to_f(nl);
-      sl2 += w * to_f(nl * nl);
+      sl2 += w * to_f(nl) * to_f(nl);
       if (sl2 > 0.0f && slx * slx * suml2 > sumlx * sumlx * sl2) {
         L[i] = static_cast<int8_t>(nl);
         sumlx = slx;
@@ -140,7 +140,7 @@ float fit_affine(int n, int nmax, const float* x, const float* w, uint8_t* L, fl
       const int l = clamp_int(round_even(iscale * (x[i] - min)), 0, nmax);
       aux[i] = static_cast<uint8_t>(l);
       sum_l += w[i] * to_f(l);
-      sum_l2 += w[i] * to_f(l * l);
+      sum_l2 += w[i] * to_f(l) * to_f(l);
       sum_xl += w[i] * to_f(l) * x[i];
     }
     // Weighted least squares for (scale, min) given these levels; min is clipped to <= 0.
