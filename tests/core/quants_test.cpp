@@ -15,6 +15,17 @@
 #include "common/fill.h"
 #include "ggml-lite/dtype.h"
 #include "ggml-lite/gguf.h"
+#include "ggml-lite/quants/iq4_xs.h"
+#include "ggml-lite/quants/mxfp4.h"
+#include "ggml-lite/quants/q2_k.h"
+#include "ggml-lite/quants/q3_k.h"
+#include "ggml-lite/quants/q4_0.h"
+#include "ggml-lite/quants/q4_1.h"
+#include "ggml-lite/quants/q5_0.h"
+#include "ggml-lite/quants/q5_1.h"
+#include "ggml-lite/quants/q5_k.h"
+#include "ggml-lite/quants/q6_k.h"
+#include "ggml-lite/quants/q8_k.h"
 #include "ggml-lite/quants/quants.h"
 
 namespace gl {
@@ -223,6 +234,212 @@ TEST(QuantsTable, LookupsAgreeWithTheGgufTypeTable) {
   EXPECT_EQ(quant_ref_by_ggml_type(0), nullptr);   // f32
   EXPECT_EQ(quant_ref_by_ggml_type(16), nullptr);  // iq2_xxs: no reference here
   EXPECT_EQ(quant_ref_by_name("Q4_K"), nullptr);   // ggml's exact spelling only
+}
+
+// ---- hand-built blocks: bytes written from the layout, values worked out by hand ----
+
+constexpr uint16_t kHalfOne = 0x3C00, kHalfHalf = 0x3800, kHalfMinusOne = 0xBC00;
+
+// Nibble pattern of the 32-element layouts: element j is j % 16 for j < 16 and 15 - j for the rest.
+void ramp_nibbles(uint8_t* qs) {
+  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+}
+int ramp_level(int j) { return j < 16 ? j : 31 - j; }
+
+TEST(QuantsBlocks, LegacyLayouts) {
+  float y[32];
+  BlockQ4_0 a{};
+  a.d = kHalfOne;
+  ramp_nibbles(a.qs);
+  dequantize_row_q4_0(&a, y, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], static_cast<float>(ramp_level(j) - 8)) << j;
+
+  BlockQ4_1 b{};
+  b.d = kHalfHalf;
+  b.m = kHalfMinusOne;
+  ramp_nibbles(b.qs);
+  dequantize_row_q4_1(&b, y, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], 0.5f * static_cast<float>(ramp_level(j)) - 1.0f) << j;
+
+  // qh 0xAAAAAAAA: the odd elements have bit 4 set.
+  BlockQ5_0 c{};
+  c.d = kHalfOne;
+  std::memset(c.qh, 0xAA, 4);
+  ramp_nibbles(c.qs);
+  dequantize_row_q5_0(&c, y, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], static_cast<float>(ramp_level(j) + 16 * (j % 2) - 16)) << j;
+
+  BlockQ5_1 d{};
+  d.d = kHalfOne;
+  d.m = kHalfHalf;
+  std::memset(d.qh, 0xAA, 4);
+  ramp_nibbles(d.qs);
+  dequantize_row_q5_1(&d, y, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], static_cast<float>(ramp_level(j) + 16 * (j % 2)) + 0.5f) << j;
+}
+
+TEST(QuantsBlocks, LegacyQuantizersHitExactGrids) {
+  // Q4_0: largest magnitude -4 gives d = 0.5 and the values sit on the grid exactly.
+  float x[32], y[32];
+  for (int j = 0; j < 32; ++j) x[j] = 0.5f * static_cast<float>(j % 16 - 8);
+  BlockQ4_0 a;
+  quantize_row_q4_0(x, &a, 32);
+  EXPECT_EQ(a.d, kHalfHalf);
+  EXPECT_EQ(a.qs[3], 0x33);
+  dequantize_row_q4_0(&a, y, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], x[j]);
+  // Q5_1: range [-1, 14.5] over 31 steps of 0.5.
+  for (int j = 0; j < 32; ++j) x[j] = -1.0f + 0.5f * static_cast<float>(31 - j);
+  BlockQ5_1 b;
+  quantize_row_q5_1(x, &b, 32);
+  EXPECT_EQ(b.d, kHalfHalf);
+  EXPECT_EQ(b.m, kHalfMinusOne);
+  dequantize_row_q5_1(&b, y, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], x[j]);
+}
+
+TEST(QuantsBlocks, Q2_KAndQ3_KLayouts) {
+  std::vector<float> y(256);
+  // 0xE4 = 11 10 01 00: element 128h + 32k + l has level k.
+  BlockQ2_K a{};
+  for (int s = 0; s < 16; ++s) a.scales[s] = static_cast<uint8_t>(s | ((15 - s) << 4));
+  std::memset(a.qs, 0xE4, sizeof(a.qs));
+  a.d = kHalfOne;
+  a.dmin = kHalfHalf;
+  dequantize_row_q2_k(&a, y.data(), 256);
+  for (int i = 0; i < 256; ++i) {
+    const int s = i / 16, k = (i % 128) / 32;
+    EXPECT_EQ(y[i], static_cast<float>(s * k) - 0.5f * static_cast<float>(15 - s)) << i;
+  }
+  // Q3_K: every 6-bit scale 33 (low nibbles 1 in bytes 0-7, high bits 10 in bytes 8-11), so
+  // d * (33 - 32) = 1; hmask 0x55 sets the high bit for i / 32 even, where the level is not
+  // lowered by 4.
+  BlockQ3_K b{};
+  std::memset(b.hmask, 0x55, sizeof(b.hmask));
+  std::memset(b.qs, 0xE4, sizeof(b.qs));
+  std::memset(b.scales, 0x11, 8);
+  std::memset(b.scales + 8, 0xAA, 4);
+  b.d = kHalfOne;
+  dequantize_row_q3_k(&b, y.data(), 256);
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(y[i], static_cast<float>((i % 128) / 32 - ((i / 32) % 2 ? 4 : 0))) << i;
+  // One distinct scale: sub-block 9 (low nibble in byte 1's high half, high bits in byte 9
+  // bits 4-5) set to 0 -> multiplier -32.
+  b.scales[1] = 0x01;
+  b.scales[9] = 0x8A;
+  dequantize_row_q3_k(&b, y.data(), 256);
+  for (int i = 144; i < 160; ++i) EXPECT_EQ(y[i], -32.0f * static_cast<float>((i % 128) / 32 - ((i / 32) % 2 ? 4 : 0)));
+  EXPECT_EQ(y[160], static_cast<float>(1 - 4));  // sub-block 10 untouched: i = 160 -> k 1, i / 32 = 5
+}
+
+// Q4_K / Q5_K scales: bytes 0-3 0x41..0x44 (scales 1..4, high bits 01), bytes 4-7 0x82..0x85
+// (mins 2..5, high bits 10), bytes 8-11 0x35: scales 4-7 = 5 | 1 << 4 = 21, mins = 3 | 2 << 4 = 35.
+void k4_test_scales(uint8_t* sc) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = static_cast<uint8_t>(0x40 | (j + 1));
+    sc[j + 4] = static_cast<uint8_t>(0x80 | (j + 2));
+    sc[j + 8] = 0x35;
+  }
+}
+constexpr float kK4Scale[8] = {1, 2, 3, 4, 21, 21, 21, 21};
+constexpr float kK4Min[8] = {2, 3, 4, 5, 35, 35, 35, 35};
+
+TEST(QuantsBlocks, Q4_KAndQ5_KLayouts) {
+  std::vector<float> y(256);
+  BlockQ4_K a{};
+  a.d = kHalfOne;
+  a.dmin = kHalfHalf;
+  k4_test_scales(a.scales);
+  for (int i = 0; i < 128; ++i) a.qs[i] = static_cast<uint8_t>((i % 16) | ((15 - i % 16) << 4));
+  dequantize_row_q4_k(&a, y.data(), 256);
+  for (int i = 0; i < 256; ++i) {
+    const int s = i / 32, l = i % 32, q = s % 2 == 0 ? l % 16 : 15 - l % 16;
+    EXPECT_EQ(y[i], kK4Scale[s] * static_cast<float>(q) - 0.5f * kK4Min[s]) << i;
+  }
+  // Q5_K: qh 0x55 on even bytes sets bit 4 of element 64c + l (l even) only.
+  BlockQ5_K b{};
+  b.d = kHalfOne;
+  b.dmin = kHalfHalf;
+  k4_test_scales(b.scales);
+  for (int l = 0; l < 32; l += 2) b.qh[l] = 0x55;
+  std::memcpy(b.qs, a.qs, sizeof(b.qs));
+  dequantize_row_q5_k(&b, y.data(), 256);
+  for (int i = 0; i < 256; ++i) {
+    const int s = i / 32, l = i % 32;
+    const int q = (s % 2 == 0 ? l % 16 : 15 - l % 16) + (s % 2 == 0 && l % 2 == 0 ? 16 : 0);
+    EXPECT_EQ(y[i], kK4Scale[s] * static_cast<float>(q) - 0.5f * kK4Min[s]) << i;
+  }
+}
+
+TEST(QuantsBlocks, Q6_KAndQ8_KLayouts) {
+  std::vector<float> y(256);
+  // ql 0x21 everywhere: low nibble 1 (k < 2) or 2 (k >= 2); qh 0xE4: high bits k.
+  BlockQ6_K a{};
+  std::memset(a.ql, 0x21, sizeof(a.ql));
+  std::memset(a.qh, 0xE4, sizeof(a.qh));
+  for (int s = 0; s < 16; ++s) a.scales[s] = static_cast<int8_t>(s - 8);
+  a.d = kHalfHalf;
+  dequantize_row_q6_k(&a, y.data(), 256);
+  for (int i = 0; i < 256; ++i) {
+    const int k = (i % 128) / 32, q = (k < 2 ? 1 : 2) | (k << 4);
+    EXPECT_EQ(y[i], 0.5f * static_cast<float>((i / 16 - 8) * (q - 32))) << i;
+  }
+  BlockQ8_K b{};
+  b.d = 0.25f;
+  for (int i = 0; i < 256; ++i) b.qs[i] = static_cast<int8_t>(i - 128);
+  dequantize_row_q8_k(&b, y.data(), 256);
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(y[i], 0.25f * static_cast<float>(i - 128));
+  // Quantizing: d = max / -127 and bsums are the sums of 16 quants.
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[i] = static_cast<float>(i % 64) - 31.75f;  // max |x| at -31.75
+  quantize_row_q8_k(x.data(), &b, 256);
+  EXPECT_FLOAT_EQ(b.d, 31.75f / 127.0f);
+  EXPECT_EQ(b.qs[0], -127);
+  for (int j = 0; j < 16; ++j) {
+    int sum = 0;
+    for (int i = 0; i < 16; ++i) sum += b.qs[16 * j + i];
+    EXPECT_EQ(b.bsums[j], sum) << j;
+  }
+}
+
+TEST(QuantsBlocks, NonLinearLayouts) {
+  std::vector<float> y(256);
+  BlockIQ4_NL a{};
+  a.d = kHalfOne;
+  ramp_nibbles(a.qs);
+  dequantize_row_iq4_nl(&a, y.data(), 32);
+  const float levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], levels[ramp_level(j)]) << j;
+  // IQ4_XS: sub-block s gets scale 28 + s (multiplier s - 4): low nibbles in scales_l, high
+  // 2 bits (1 for 28..31, 2 for 32..35) in scales_h.
+  BlockIQ4_XS b{};
+  b.d = kHalfHalf;
+  for (int s = 0; s < 8; ++s) {
+    const int ls = 28 + s;
+    b.scales_l[s / 2] = static_cast<uint8_t>(b.scales_l[s / 2] | ((ls & 0xF) << (4 * (s % 2))));
+    b.scales_h = static_cast<uint16_t>(b.scales_h | ((ls >> 4) << (2 * s)));
+    ramp_nibbles(b.qs + 16 * s);
+  }
+  EXPECT_EQ(b.scales_h, 0xAA55);
+  dequantize_row_iq4_xs(&b, y.data(), 256);
+  for (int i = 0; i < 256; ++i)
+    EXPECT_EQ(y[i], 0.5f * static_cast<float>(i / 32 - 4) * levels[ramp_level(i % 32)]) << i;
+  // MXFP4: e = 127 is scale 1, so the values are plain E2M1; e = 0 is the subnormal 2^-128 (halved).
+  BlockMXFP4 c{};
+  c.e = 127;
+  ramp_nibbles(c.qs);
+  dequantize_row_mxfp4(&c, y.data(), 32);
+  const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], e2m1[ramp_level(j)]) << j;
+  c.e = 0;
+  dequantize_row_mxfp4(&c, y.data(), 32);
+  EXPECT_EQ(y[7], std::ldexp(12.0f, -128));
+  // Quantizing a block whose largest magnitude is 6: e = floor(log2 6) - 2 + 127 = 127, exact grid.
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = e2m1[j % 16];
+  quantize_row_mxfp4(x, &c, 32);
+  EXPECT_EQ(c.e, 127);
+  dequantize_row_mxfp4(&c, y.data(), 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], x[j]) << j;
 }
 
 }  // namespace
