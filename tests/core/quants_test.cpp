@@ -172,6 +172,25 @@ TEST(QuantsGolden, QuantizersWriteLlamaCppBytes) {
   }
 }
 
+// The same with importance weights (llama.cpp's quantize_q4_K / q5_K / q6_K given an imatrix,
+// one row of 256 * 48): a fixed, uneven weight per column.
+TEST(QuantsGolden, ImatrixQuantizersWriteLlamaCppBytes) {
+  const int64_t n = 256 * 48;
+  const std::vector<float> x = golden_input(n);
+  std::vector<float> qw(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) qw[static_cast<size_t>(i)] = 0.1f + static_cast<float>((i * 37) % 101) / 10.0f;
+  std::vector<uint8_t> bytes(static_cast<size_t>(n / 256) * sizeof(BlockQ6_K));
+  quantize_row_q4_k_imatrix(x.data(), reinterpret_cast<BlockQ4_K*>(bytes.data()), n, qw.data());
+  bytes.resize(static_cast<size_t>(n / 256) * sizeof(BlockQ4_K));
+  EXPECT_EQ(fnv1a(bytes), 0xfe163a071d23ddbeull) << "q4_K";
+  bytes.resize(static_cast<size_t>(n / 256) * sizeof(BlockQ5_K));
+  quantize_row_q5_k_imatrix(x.data(), reinterpret_cast<BlockQ5_K*>(bytes.data()), n, qw.data());
+  EXPECT_EQ(fnv1a(bytes), 0xe6399bffd89c7deeull) << "q5_K";
+  bytes.resize(static_cast<size_t>(n / 256) * sizeof(BlockQ6_K));
+  quantize_row_q6_k_imatrix(x.data(), reinterpret_cast<BlockQ6_K*>(bytes.data()), n, qw.data());
+  EXPECT_EQ(fnv1a(bytes), 0x54f87c13d0fe1384ull) << "q6_K";
+}
+
 // Quantize-dequantize of Gaussian-like data (a sum of 4 uniforms, sigma = 1.155). Bounds are
 // relative RMSE, about 10% above what the reference quantizers reach; the scale behind each:
 // a uniform grid of step D has RMSE ~ D / sqrt(12), and for 32 such samples |max| ~ 2 sigma.

@@ -35,9 +35,23 @@ struct KHeader {
   uint8_t scales[kKScaleBytes];
 };
 
-// Fits every sub-block of x (256 values), quantizes the scales and mins to 6 bits, and writes
-// the final levels (0..nmax) against the stored scales into L.
-KHeader quantize_k4_header(const float* x, int nmax, quant::AffineSearch search, uint8_t* L) {
+// Redoes the levels (0..nmax) of x against the stored (rounded) scales and mins of h.
+void k4_requantize(const float* x, int nmax, const KHeader& h, uint8_t* L) {
+  for (int j = 0; j < kSubs; ++j) {
+    int ls, lm;
+    quant::unpack_scale_min_k4(j, h.scales, ls, lm);
+    const float d = fp16_to_fp32(h.d) * to_f(ls);
+    if (d == 0.0f) continue;
+    const float dm = fp16_to_fp32(h.dmin) * to_f(lm);
+    for (int l = 0; l < kSub; ++l) {
+      L[kSub * j + l] = static_cast<uint8_t>(clamp_int(round_even((x[kSub * j + l] + dm) / d), 0, nmax));
+    }
+  }
+}
+
+// Without importance weights: fits every sub-block of x (256 values), then quantizes the scales
+// and mins to 6 bits against the largest of each.
+KHeader k4_header_plain(const float* x, int nmax, quant::AffineSearch search, uint8_t* L) {
   float scales[kSubs], mins[kSubs], w[kSub];
   float max_scale = 0.0f, max_min = 0.0f;
   for (int j = 0; j < kSubs; ++j) {
@@ -61,17 +75,39 @@ KHeader quantize_k4_header(const float* x, int nmax, quant::AffineSearch search,
   }
   h.d = fp32_to_fp16(max_scale / 63.0f);
   h.dmin = fp32_to_fp16(max_min / 63.0f);
-  for (int j = 0; j < kSubs; ++j) {
-    int ls, lm;
-    quant::unpack_scale_min_k4(j, h.scales, ls, lm);
-    const float d = fp16_to_fp32(h.d) * to_f(ls);
-    if (d == 0.0f) continue;
-    const float dm = fp16_to_fp32(h.dmin) * to_f(lm);
-    for (int l = 0; l < kSub; ++l) {
-      L[kSub * j + l] = static_cast<uint8_t>(clamp_int(round_even((x[kSub * j + l] + dm) / d), 0, nmax));
-    }
-  }
+  k4_requantize(x, nmax, h, L);
   return h;
+}
+
+// With importance weights qw (256 values): weights qw * sqrt(sigma^2 + x^2), a finer affine
+// search, and the 6-bit scales and mins fitted by weighted least squares (each sub-block
+// weighted by its total weight) instead of taken against the largest.
+KHeader k4_header_imatrix(const float* x, const float* qw, int nmax, uint8_t* L) {
+  float sum_x2 = 0.0f;
+  for (int l = 0; l < kQ4_KBlock; ++l) sum_x2 += x[l] * x[l];
+  const float sigma2 = 2.0f * sum_x2 / to_f(kQ4_KBlock);
+  float scales[kSubs], mins[kSubs], sw[kSubs], w[kSub];
+  for (int j = 0; j < kSubs; ++j) {
+    const float* xs = x + kSub * j;
+    for (int l = 0; l < kSub; ++l) w[l] = qw[kSub * j + l] * std::sqrt(sigma2 + xs[l] * xs[l]);
+    sw[j] = 0.0f;
+    for (int l = 0; l < kSub; ++l) sw[j] += w[l];
+    scales[j] = quant::fit_affine(kSub, nmax, xs, w, L + kSub * j, mins[j], {-0.9f, 0.05f, 36, false});
+  }
+  uint8_t ls[kSubs], lm[kSubs];
+  const float d_block = quant::fit_positive(kSubs, 63, scales, ls, sw);
+  const float m_block = quant::fit_positive(kSubs, 63, mins, lm, sw);
+  KHeader h{};
+  for (int j = 0; j < kSubs; ++j)
+    quant::pack_scale_min_k4(j, std::min<int>(63, ls[j]), std::min<int>(63, lm[j]), h.scales);
+  h.d = fp32_to_fp16(d_block);
+  h.dmin = fp32_to_fp16(m_block);
+  k4_requantize(x, nmax, h, L);
+  return h;
+}
+
+KHeader k4_header(const float* x, const float* qw, int nmax, quant::AffineSearch plain_search, uint8_t* L) {
+  return qw ? k4_header_imatrix(x, qw, nmax, L) : k4_header_plain(x, nmax, plain_search, L);
 }
 
 // Per-sub-block factors of a Q4_K / Q5_K header: y = d[j] * q - m[j].
@@ -87,12 +123,14 @@ void k4_factors(uint16_t d16, uint16_t dmin16, const uint8_t* scales, float* d, 
 
 }  // namespace
 
-void quantize_row_q4_k(const float* x, BlockQ4_K* y, int64_t n) {
+void quantize_row_q4_k(const float* x, BlockQ4_K* y, int64_t n) { quantize_row_q4_k_imatrix(x, y, n, nullptr); }
+
+void quantize_row_q4_k_imatrix(const float* x, BlockQ4_K* y, int64_t n, const float* qw) {
   GL_ASSERT(n % kQ4_KBlock == 0, "q4_K row length must be a multiple of 256");
   for (int64_t b = 0; b < n / kQ4_KBlock; ++b) {
     const float* xb = x + b * kQ4_KBlock;
     uint8_t L[kQ4_KBlock];
-    const KHeader h = quantize_k4_header(xb, 15, {-1.0f, 0.1f, 20, false}, L);
+    const KHeader h = k4_header(xb, qw ? qw + b * kQ4_KBlock : nullptr, 15, {-1.0f, 0.1f, 20, false}, L);
     y[b].d = h.d;
     y[b].dmin = h.dmin;
     std::memcpy(y[b].scales, h.scales, kKScaleBytes);
@@ -118,12 +156,14 @@ void dequantize_row_q4_k(const BlockQ4_K* x, float* y, int64_t n) {
   }
 }
 
-void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t n) {
+void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t n) { quantize_row_q5_k_imatrix(x, y, n, nullptr); }
+
+void quantize_row_q5_k_imatrix(const float* x, BlockQ5_K* y, int64_t n, const float* qw) {
   GL_ASSERT(n % kQ5_KBlock == 0, "q5_K row length must be a multiple of 256");
   for (int64_t b = 0; b < n / kQ5_KBlock; ++b) {
     const float* xb = x + b * kQ5_KBlock;
     uint8_t L[kQ5_KBlock];
-    const KHeader h = quantize_k4_header(xb, 31, {-0.5f, 0.1f, 15, false}, L);
+    const KHeader h = k4_header(xb, qw ? qw + b * kQ5_KBlock : nullptr, 31, {-0.5f, 0.1f, 15, false}, L);
     y[b].d = h.d;
     y[b].dmin = h.dmin;
     std::memcpy(y[b].scales, h.scales, kKScaleBytes);
@@ -179,7 +219,9 @@ void q6_pack(const int8_t* L, BlockQ6_K& blk) {
 
 }  // namespace
 
-void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n) {
+void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n) { quantize_row_q6_k_imatrix(x, y, n, nullptr); }
+
+void quantize_row_q6_k_imatrix(const float* x, BlockQ6_K* y, int64_t n, const float* qw) {
   GL_ASSERT(n % kQ6_KBlock == 0, "q6_K row length must be a multiple of 256");
   constexpr int kSub16 = 16, kSubs16 = kQ6_KBlock / kSub16;
   for (int64_t b = 0; b < n / kQ6_KBlock; ++b) {
@@ -188,7 +230,8 @@ void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n) {
     float scales[kSubs16];
     float max_scale = 0.0f, max_abs = 0.0f;
     for (int j = 0; j < kSubs16; ++j) {
-      scales[j] = quant::fit_symmetric(kSub16, 32, xb + kSub16 * j, L + kSub16 * j, quant::SymWeight::SQUARE, nullptr);
+      scales[j] = quant::fit_symmetric(kSub16, 32, xb + kSub16 * j, L + kSub16 * j, quant::SymWeight::SQUARE,
+                                       qw ? qw + b * kQ6_KBlock + kSub16 * j : nullptr);
       if (std::fabs(scales[j]) > max_abs) {
         max_abs = std::fabs(scales[j]);
         max_scale = scales[j];

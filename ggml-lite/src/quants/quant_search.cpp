@@ -1,6 +1,7 @@
 // quant_search.cpp - scale searches shared by the reference quantizers.
 #include "quant_search.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace gl::quant {
@@ -162,6 +163,69 @@ float fit_affine(int n, int nmax, const float* x, const float* w, uint8_t* L, fl
   }
   neg_min = -min;
   return scale;
+}
+
+namespace {
+
+// Weighted squared error of x ~= scale * min(nmax, round(iscale * x)).
+float positive_error(int n, int nmax, const float* x, const float* w, float iscale, float scale) {
+  float err = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::min(nmax, round_even(iscale * x[i]));
+    const float diff = x[i] - scale * to_f(l);
+    err += w[i] * diff * diff;
+  }
+  return err;
+}
+
+}  // namespace
+
+float fit_positive(int n, int nmax, const float* x, uint8_t* L, const float* w) {
+  float max = 0.0f;
+  for (int i = 0; i < n; ++i) max = std::max(max, x[i]);
+  if (max < kGroupEps) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  float iscale = to_f(nmax) / max;
+  float best = positive_error(n, nmax, x, w, iscale, 1.0f / iscale);
+  for (int is = -4; is <= 4; ++is) {
+    if (is == 0) continue;
+    const float iscale_is = (0.1f * to_f(is) + to_f(nmax)) / max;
+    const float err = positive_error(n, nmax, x, w, iscale_is, 1.0f / iscale_is);
+    if (err < best) {
+      best = err;
+      iscale = iscale_is;
+    }
+  }
+  float sumlx = 0.0f, suml2 = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::min(nmax, round_even(iscale * x[i]));
+    L[i] = static_cast<uint8_t>(l);
+    sumlx += w[i] * x[i] * to_f(l);
+    suml2 += w[i] * to_f(l) * to_f(l);
+  }
+  for (int sweep = 0; sweep < 5; ++sweep) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      // Refit element i against the scale implied by all the others.
+      float slx = sumlx - w[i] * x[i] * to_f(L[i]);
+      float sl2 = suml2 - w[i] * to_f(L[i]) * to_f(L[i]);
+      if (!(slx > 0.0f && sl2 > 0.0f)) continue;
+      const int nl = std::min(nmax, round_even(x[i] * sl2 / slx));
+      if (nl == L[i]) continue;
+      slx += w[i] * x[i] * to_f(nl);
+      sl2 += w[i] * to_f(nl) * to_f(nl);
+      if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+        L[i] = static_cast<uint8_t>(nl);
+        sumlx = slx;
+        suml2 = sl2;
+        ++changed;
+      }
+    }
+    if (changed == 0) break;
+  }
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
 int nearest_level(const int8_t* levels, float v) {

@@ -47,6 +47,11 @@ struct AffineSearch {
 // weighted by w; returns scale and sets neg_min.
 float fit_affine(int n, int nmax, const float* x, const float* w, uint8_t* L, float& neg_min, AffineSearch search);
 
+// Fit d * L ~= x for non-negative x (the sub-block scales or mins of Q4_K / Q5_K under an
+// imatrix), L in [0, nmax], weighted by w: 9 candidate scales, then single-element moves while
+// the fit improves (at most 5 sweeps). Returns d.
+float fit_positive(int n, int nmax, const float* x, uint8_t* L, const float* w);
+
 // Index of the level nearest to v in an ascending table of 16 int8 levels (the upper one on ties).
 int nearest_level(const int8_t* levels, float v);
 

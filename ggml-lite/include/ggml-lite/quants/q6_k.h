@@ -27,6 +27,9 @@ static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block must match ggml");
 
 // n must be a multiple of kQ6_KBlock.
 void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n);
+// With importance weights qw (llama.cpp's imatrix: n values, one per element of the row), as
+// llama-quantize does when given one; qw == nullptr is quantize_row_q6_k.
+void quantize_row_q6_k_imatrix(const float* x, BlockQ6_K* y, int64_t n, const float* qw);
 void dequantize_row_q6_k(const BlockQ6_K* x, float* y, int64_t n);
 
 }  // namespace gl
