@@ -250,6 +250,8 @@ TEST(QuantsTable, LookupsAgreeWithTheGgufTypeTable) {
     EXPECT_EQ(info->block_size, q.block_size) << q.name;
     EXPECT_EQ(info->block_bytes, q.block_bytes) << q.name;
   }
+  for (const char* name : {"q4_K", "q5_K", "q6_K"}) EXPECT_NE(quant_ref_by_name(name)->from_float_imatrix, nullptr);
+  EXPECT_EQ(quant_ref_by_name("q4_0")->from_float_imatrix, nullptr);
   EXPECT_EQ(quant_ref_by_ggml_type(0), nullptr);   // f32
   EXPECT_EQ(quant_ref_by_ggml_type(16), nullptr);  // iq2_xxs: no reference here
   EXPECT_EQ(quant_ref_by_name("Q4_K"), nullptr);   // ggml's exact spelling only

@@ -28,7 +28,18 @@ constexpr QuantRef make_ref(std::string_view name, uint32_t ggml_type, int64_t b
           block_size,
           sizeof(Block),
           [](const void* src, float* dst, int64_t n) { Dequant(static_cast<const Block*>(src), dst, n); },
-          [](const float* src, void* dst, int64_t n) { Quant(src, static_cast<Block*>(dst), n); }};
+          [](const float* src, void* dst, int64_t n) { Quant(src, static_cast<Block*>(dst), n); },
+          nullptr};
+}
+
+template <class Block, void (*Dequant)(const Block*, float*, int64_t), void (*Quant)(const float*, Block*, int64_t),
+          void (*QuantW)(const float*, Block*, int64_t, const float*)>
+constexpr QuantRef make_ref_imatrix(std::string_view name, uint32_t ggml_type, int64_t block_size) {
+  QuantRef r = make_ref<Block, Dequant, Quant>(name, ggml_type, block_size);
+  r.from_float_imatrix = [](const float* src, void* dst, int64_t n, const float* qw) {
+    QuantW(src, static_cast<Block*>(dst), n, qw);
+  };
+  return r;
 }
 
 constexpr std::array kRefs{
@@ -38,9 +49,12 @@ constexpr std::array kRefs{
     make_ref<BlockQ5_1, dequantize_row_q5_1, quantize_row_q5_1>("q5_1", kQ5_1GgmlType, kQ5_1Block),
     make_ref<BlockQ2_K, dequantize_row_q2_k, quantize_row_q2_k>("q2_K", kQ2_KGgmlType, kQ2_KBlock),
     make_ref<BlockQ3_K, dequantize_row_q3_k, quantize_row_q3_k>("q3_K", kQ3_KGgmlType, kQ3_KBlock),
-    make_ref<BlockQ4_K, dequantize_row_q4_k, quantize_row_q4_k>("q4_K", kQ4_KGgmlType, kQ4_KBlock),
-    make_ref<BlockQ5_K, dequantize_row_q5_k, quantize_row_q5_k>("q5_K", kQ5_KGgmlType, kQ5_KBlock),
-    make_ref<BlockQ6_K, dequantize_row_q6_k, quantize_row_q6_k>("q6_K", kQ6_KGgmlType, kQ6_KBlock),
+    make_ref_imatrix<BlockQ4_K, dequantize_row_q4_k, quantize_row_q4_k, quantize_row_q4_k_imatrix>(
+        "q4_K", kQ4_KGgmlType, kQ4_KBlock),
+    make_ref_imatrix<BlockQ5_K, dequantize_row_q5_k, quantize_row_q5_k, quantize_row_q5_k_imatrix>(
+        "q5_K", kQ5_KGgmlType, kQ5_KBlock),
+    make_ref_imatrix<BlockQ6_K, dequantize_row_q6_k, quantize_row_q6_k, quantize_row_q6_k_imatrix>(
+        "q6_K", kQ6_KGgmlType, kQ6_KBlock),
     make_ref<BlockQ8_K, dequantize_row_q8_k, quantize_row_q8_k>("q8_K", kQ8_KGgmlType, kQ8_KBlock),
     make_ref<BlockIQ4_NL, dequantize_row_iq4_nl, quantize_row_iq4_nl>("iq4_nl", kIQ4_NLGgmlType, kIQ4_NLBlock),
     make_ref<BlockIQ4_XS, dequantize_row_iq4_xs, quantize_row_iq4_xs>("iq4_xs", kIQ4_XSGgmlType, kIQ4_XSBlock),

@@ -3,6 +3,7 @@
 //
 //   const gl::QuantRef* q = gl::quant_ref_by_ggml_type(12);  // "q4_K"
 //   if (q) q->to_float(tensor_bytes, row, n);                 // n a multiple of q->block_size
+//   if (q->from_float_imatrix) q->from_float_imatrix(row, blocks, n, imatrix_column_weights);
 //   std::span<const gl::QuantRef> all = gl::quant_refs();
 //
 // Names are spelled as gguf and llama.cpp do ("q4_K", "iq4_xs", "mxfp4"). The per-type headers
@@ -24,6 +25,9 @@ struct QuantRef {
   // Row conversions of n elements (n a multiple of block_size); src/dst hold n / block_size blocks.
   void (*to_float)(const void* src, float* dst, int64_t n);
   void (*from_float)(const float* src, void* dst, int64_t n);
+  // With importance weights qw (n values, one per element of the row); nullptr where the type
+  // has no imatrix variant here (from_float is then what llama-quantize does too).
+  void (*from_float_imatrix)(const float* src, void* dst, int64_t n, const float* qw);
 };
 
 // Every type with reference functions here, ordered by ggml type id.
