@@ -28,7 +28,7 @@ static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block must match ggml");
 
 // n must be a multiple of kQ4_KBlock.
 void quantize_row_q4_k(const float* x, BlockQ4_K* y, int64_t n);
-// With importance weights qw (llama.cpp's imatrix: n values, one per element of the row), as
+// One row x of n elements with importance weights qw (llama.cpp's imatrix: n values, one per column), as
 // llama-quantize does when given one; qw == nullptr is quantize_row_q4_k.
 void quantize_row_q4_k_imatrix(const float* x, BlockQ4_K* y, int64_t n, const float* qw);
 void dequantize_row_q4_k(const BlockQ4_K* x, float* y, int64_t n);

@@ -28,7 +28,7 @@ static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block must match ggml");
 
 // n must be a multiple of kQ5_KBlock.
 void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t n);
-// With importance weights qw (llama.cpp's imatrix: n values, one per element of the row), as
+// One row x of n elements with importance weights qw (llama.cpp's imatrix: n values, one per column), as
 // llama-quantize does when given one; qw == nullptr is quantize_row_q5_k.
 void quantize_row_q5_k_imatrix(const float* x, BlockQ5_K* y, int64_t n, const float* qw);
 void dequantize_row_q5_k(const BlockQ5_K* x, float* y, int64_t n);

@@ -17,7 +17,7 @@ inline constexpr int kQ6_KBlock = 256;
 inline constexpr uint32_t kQ6_KGgmlType = 14;
 
 struct BlockQ6_K {
-  uint8_t ql[kQ6_KBlock / 2];      // element 128h + 32k + l: low 4 bits in qs[64h + 32(k & 1) + l],
+  uint8_t ql[kQ6_KBlock / 2];      // element 128h + 32k + l: low 4 bits in ql[64h + 32(k & 1) + l],
                                    // low nibble for k < 2, high nibble for k >= 2
   uint8_t qh[kQ6_KBlock / 4];      // its high 2 bits: bits 2k..2k+1 of qh[32h + l]
   int8_t scales[kQ6_KBlock / 16];  // per sub-block of 16
@@ -27,7 +27,7 @@ static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block must match ggml");
 
 // n must be a multiple of kQ6_KBlock.
 void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t n);
-// With importance weights qw (llama.cpp's imatrix: n values, one per element of the row), as
+// One row x of n elements with importance weights qw (llama.cpp's imatrix: n values, one per column), as
 // llama-quantize does when given one; qw == nullptr is quantize_row_q6_k.
 void quantize_row_q6_k_imatrix(const float* x, BlockQ6_K* y, int64_t n, const float* qw);
 void dequantize_row_q6_k(const BlockQ6_K* x, float* y, int64_t n);
