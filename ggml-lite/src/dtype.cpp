@@ -76,22 +76,27 @@ constexpr DTypeTraits quant_row(std::string_view name, int64_t block_size, uint3
           vec_dot_type};
 }
 
-// One row per DType, in enum order (checked below).
-constexpr std::array<DTypeTraits, kDTypeCount> kTraits{{
-    {"f32", 1, 4, 0, true, false, &f32_to_float, &f32_from_float, DType::F32},
-    {"f16", 1, 2, 1, true, false, &f16_to_float, &f16_from_float, DType::F32},
-    {"bf16", 1, 2, 30, true, false, &bf16_to_float, &bf16_from_float, DType::F32},
-    {"i32", 1, 4, 26, false, false, &i32_to_float, &i32_from_float, DType::F32},
-    quant_row<BlockQ8_0, dequantize_row_q8_0, quantize_row_q8_0>("q8_0", kQ8_0Block, 8, DType::F32),
-}};
-
-constexpr bool table_in_enum_order() {
-  constexpr std::string_view kNames[kDTypeCount] = {"f32", "f16", "bf16", "i32", "q8_0"};
-  for (int i = 0; i < kDTypeCount; ++i)
-    if (kTraits[static_cast<size_t>(i)].name != kNames[i]) return false;
-  return true;
+// The row of each DType. No default: a DType added to the enum does not compile until it has a
+// row here (-Werror=switch).
+constexpr DTypeTraits traits_of(DType t) {
+  switch (t) {
+    case DType::F32: return {"f32", 1, 4, 0, true, false, &f32_to_float, &f32_from_float, DType::F32};
+    case DType::F16: return {"f16", 1, 2, 1, true, false, &f16_to_float, &f16_from_float, DType::F32};
+    case DType::BF16: return {"bf16", 1, 2, 30, true, false, &bf16_to_float, &bf16_from_float, DType::F32};
+    case DType::I32: return {"i32", 1, 4, 26, false, false, &i32_to_float, &i32_from_float, DType::F32};
+    case DType::Q8_0:
+      return quant_row<BlockQ8_0, dequantize_row_q8_0, quantize_row_q8_0>("q8_0", kQ8_0Block, 8, DType::F32);
+  }
+  return {};
 }
-static_assert(table_in_enum_order(), "kTraits rows must follow the DType enum");
+
+constexpr std::array<DTypeTraits, kDTypeCount> make_table() {
+  std::array<DTypeTraits, kDTypeCount> t{};
+  for (int i = 0; i < kDTypeCount; ++i) t[static_cast<size_t>(i)] = traits_of(static_cast<DType>(i));
+  return t;
+}
+
+constexpr std::array<DTypeTraits, kDTypeCount> kTraits = make_table();
 
 }  // namespace
 
