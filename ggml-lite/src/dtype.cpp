@@ -13,14 +13,6 @@
 namespace gl {
 namespace {
 
-constexpr std::array<DTypeTraits, kDTypeCount> kTraits{{
-    {"f32", 1, 4, 0, true, false},
-    {"f16", 1, 2, 1, true, false},
-    {"bf16", 1, 2, 30, true, false},
-    {"i32", 1, 4, 26, false, false},
-    {"q8_0", kQ8_0Block, sizeof(BlockQ8_0), 8, false, true},
-}};
-
 uint32_t f32_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -31,6 +23,80 @@ float bits_f32(uint32_t u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+
+// Reference row functions of the plain types (the quantized ones live in src/quants/).
+void f32_to_float(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
+void f32_from_float(const float* src, void* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
+void f16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const fp16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
+}
+void f16_from_float(const float* src, void* dst, int64_t n) {
+  auto* d = static_cast<fp16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_fp16(src[i]);
+}
+void bf16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const bf16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
+}
+void bf16_from_float(const float* src, void* dst, int64_t n) {
+  auto* d = static_cast<bf16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_bf16(src[i]);
+}
+void i32_to_float(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const int32_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+}
+void i32_from_float(const float* src, void* dst, int64_t n) {
+  auto* d = static_cast<int32_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<int32_t>(src[i]);
+}
+
+// Adapts a typed block function (`dequantize_row_x(const BlockX*, float*, n)`) to the table's
+// untyped signature, so each quant header keeps its typed API.
+template <class Block, void (*F)(const Block*, float*, int64_t)>
+void untyped_to_float(const void* src, float* dst, int64_t n) {
+  F(static_cast<const Block*>(src), dst, n);
+}
+template <class Block, void (*F)(const float*, Block*, int64_t)>
+void untyped_from_float(const float* src, void* dst, int64_t n) {
+  F(src, static_cast<Block*>(dst), n);
+}
+
+template <class Block, void (*D)(const Block*, float*, int64_t), void (*Q)(const float*, Block*, int64_t)>
+constexpr DTypeTraits quant_row(std::string_view name, int64_t block_size, uint32_t ggml_type, DType vec_dot_type) {
+  return {name,
+          block_size,
+          sizeof(Block),
+          ggml_type,
+          false,
+          true,
+          &untyped_to_float<Block, D>,
+          &untyped_from_float<Block, Q>,
+          vec_dot_type};
+}
+
+// The row of each DType. No default: a DType added to the enum does not compile until it has a
+// row here (-Werror=switch).
+constexpr DTypeTraits traits_of(DType t) {
+  switch (t) {
+    case DType::F32: return {"f32", 1, 4, 0, true, false, &f32_to_float, &f32_from_float, DType::F32};
+    case DType::F16: return {"f16", 1, 2, 1, true, false, &f16_to_float, &f16_from_float, DType::F32};
+    case DType::BF16: return {"bf16", 1, 2, 30, true, false, &bf16_to_float, &bf16_from_float, DType::F32};
+    case DType::I32: return {"i32", 1, 4, 26, false, false, &i32_to_float, &i32_from_float, DType::F32};
+    case DType::Q8_0:
+      return quant_row<BlockQ8_0, dequantize_row_q8_0, quantize_row_q8_0>("q8_0", kQ8_0Block, 8, DType::F32);
+  }
+  return {};
+}
+
+constexpr std::array<DTypeTraits, kDTypeCount> make_table() {
+  std::array<DTypeTraits, kDTypeCount> t{};
+  for (int i = 0; i < kDTypeCount; ++i) t[static_cast<size_t>(i)] = traits_of(static_cast<DType>(i));
+  return t;
+}
+
+constexpr std::array<DTypeTraits, kDTypeCount> kTraits = make_table();
 
 }  // namespace
 
@@ -101,70 +167,9 @@ bf16_t fp32_to_bf16(float f) {
   return static_cast<bf16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
-  GL_ASSERT(n % kQ8_0Block == 0, "q8_0 row length must be a multiple of 32");
-  for (int64_t b = 0; b < n / kQ8_0Block; ++b) {
-    const float* xb = x + b * kQ8_0Block;
-    float amax = 0.0f;
-    for (int i = 0; i < kQ8_0Block; ++i) amax = std::max(amax, std::fabs(xb[i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = fp32_to_fp16(d);
-    for (int i = 0; i < kQ8_0Block; ++i) y[b].qs[i] = static_cast<int8_t>(std::lround(xb[i] * id));
-  }
-}
+void to_float(DType t, const void* src, float* dst, int64_t n) { dtype_traits(t).to_float(src, dst, n); }
 
-void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n) {
-  GL_ASSERT(n % kQ8_0Block == 0, "q8_0 row length must be a multiple of 32");
-  for (int64_t b = 0; b < n / kQ8_0Block; ++b) {
-    const float d = fp16_to_fp32(x[b].d);
-    for (int i = 0; i < kQ8_0Block; ++i) y[b * kQ8_0Block + i] = d * static_cast<float>(x[b].qs[i]);
-  }
-}
-
-void to_float(DType t, const void* src, float* dst, int64_t n) {
-  switch (t) {
-    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
-    case DType::F16: {
-      const auto* s = static_cast<const fp16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
-      return;
-    }
-    case DType::BF16: {
-      const auto* s = static_cast<const bf16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
-      return;
-    }
-    case DType::I32: {
-      const auto* s = static_cast<const int32_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
-      return;
-    }
-    case DType::Q8_0: dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n); return;
-  }
-}
-
-void from_float(DType t, const float* src, void* dst, int64_t n) {
-  switch (t) {
-    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
-    case DType::F16: {
-      auto* d = static_cast<fp16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_fp16(src[i]);
-      return;
-    }
-    case DType::BF16: {
-      auto* d = static_cast<bf16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_bf16(src[i]);
-      return;
-    }
-    case DType::I32: {
-      auto* d = static_cast<int32_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<int32_t>(src[i]);
-      return;
-    }
-    case DType::Q8_0: quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n); return;
-  }
-}
+void from_float(DType t, const float* src, void* dst, int64_t n) { dtype_traits(t).from_float(src, dst, n); }
 
 void convert_row(DType src_type, const void* src, DType dst_type, void* dst, int64_t n) {
   if (src_type == dst_type) {
@@ -180,7 +185,9 @@ void convert_row(DType src_type, const void* src, DType dst_type, void* dst, int
     to_float(src_type, src, static_cast<float*>(dst), n);
     return;
   }
-  constexpr int64_t kChunk = 256;  // multiple of the Q8_0 block
+  constexpr int64_t kChunk = 256;  // a multiple of every block size (K-quant super-blocks are 256)
+  GL_ASSERT(kChunk % dtype_traits(src_type).block_size == 0 && kChunk % dtype_traits(dst_type).block_size == 0,
+            "convert_row: a block does not divide the conversion chunk");
   float tmp[kChunk];
   const size_t src_step = row_bytes(src_type, kChunk);
   const size_t dst_step = row_bytes(dst_type, kChunk);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ggml-lite/cpu.h"
+#include "ops/dtype_kernels.h"
 #include "ops/kernels.h"
 
 namespace gl::cpu {
@@ -78,7 +79,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Buffer> alloc_buffer(size_t bytes, BufferUsage usage) override {
     return std::make_unique<HostBuffer>(*this, bytes, usage);
   }
-  bool supports(const Tensor&) const override { return true; }
+  bool supports(const Tensor& node) const override { return supports_node(node); }
   void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
     std::memcpy(static_cast<char*>(t.data) + off, src, n);
   }

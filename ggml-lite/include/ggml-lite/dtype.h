@@ -1,13 +1,19 @@
-// dtype.h - element types, quant blocks and row conversion.
+// dtype.h - element types: the dtype table (sizes and reference behaviour) and row conversion.
 //
 //   float f = gl::fp16_to_fp32(gl::fp32_to_fp16(1.5f));
-//   std::vector<gl::BlockQ8_0> q(n / 32);
-//   gl::quantize_row_q8_0(src, q.data(), n);
+//   const gl::DTypeTraits& tr = gl::dtype_traits(gl::DType::Q8_0);
+//   std::vector<char> q(gl::row_bytes(gl::DType::Q8_0, n));
+//   tr.from_float(src, q.data(), n);  // the reference quantizer
 //   gl::convert_row(gl::DType::Q8_0, q.data(), gl::DType::F32, dst, n);
 //
 // Layouts match ggml byte for byte (GGUF files are shared with llama.cpp):
-// F16 is IEEE half, BF16 is the upper 16 bits of an F32, and Q8_0 is a block of
-// 32 int8 values with one fp16 scale (d = max|x| / 127, x ~= d * q).
+// F16 is IEEE half, BF16 is the upper 16 bits of an F32, and each quantized
+// type's block is declared in its own header under ggml-lite/quants/.
+//
+// The table is the one place generic code learns what a type is and does:
+// conversion, the GGUF loader's checks and the tools go through it, never
+// through `case DType::Q8_0`. Backends keep their own kernel tables keyed by
+// DType (backends/*/src/ops/...) and refuse a type they have no kernel for.
 #pragma once
 
 #include <cstddef>
@@ -15,18 +21,30 @@
 #include <optional>
 #include <string_view>
 
+#include "ggml-lite/quants/q8_0.h"
+
 namespace gl {
 
 enum class DType : uint8_t { F32, F16, BF16, I32, Q8_0 };
 inline constexpr int kDTypeCount = 5;
 
+// Reference row conversions of a table row: n elements, n a multiple of block_size. Values, not
+// bits, for I32 (static_cast both ways).
+using RowToFloatFn = void (*)(const void* src, float* dst, int64_t n);
+using RowFromFloatFn = void (*)(const float* src, void* dst, int64_t n);
+
 struct DTypeTraits {
   std::string_view name;
-  int64_t block_size;  // elements per block (1 for plain types)
-  size_t block_bytes;  // bytes per block
-  uint32_t ggml_type;  // ggml / GGUF type id
-  bool is_float;       // F32, F16, BF16 (usable as activations)
-  bool is_quant;       // block-quantized
+  int64_t block_size;         // elements per block (1 for plain types)
+  size_t block_bytes;         // bytes per block
+  uint32_t ggml_type;         // ggml / GGUF type id
+  bool is_float;              // F32, F16, BF16 (usable as activations)
+  bool is_quant;              // block-quantized
+  RowToFloatFn to_float;      // reference dequantizer (row -> float)
+  RowFromFloatFn from_float;  // reference quantizer (float row -> blocks)
+  // The activation type a CPU dot product against weights of this type reads: F32 for every
+  // type today; a K-quant declares a quantized one (activations are quantized once per row).
+  DType vec_dot_type;
 };
 
 const DTypeTraits& dtype_traits(DType t);
@@ -50,21 +68,11 @@ inline float bf16_to_fp32(bf16_t h) {
 }
 bf16_t fp32_to_bf16(float f);
 
-inline constexpr int kQ8_0Block = 32;
-struct BlockQ8_0 {
-  fp16_t d;
-  int8_t qs[kQ8_0Block];
-};
-static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block must match ggml");
-
-// n must be a multiple of 32.
-void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
-void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n);
-
-// Converts n contiguous elements between any two types. Quantized destinations
-// need n % 32 == 0. I32 <-> float converts values (not bits).
+// Converts n contiguous elements between any two types. Quantized types need n
+// to be a multiple of their block size. I32 <-> float converts values (not bits).
 void convert_row(DType src_type, const void* src, DType dst_type, void* dst, int64_t n);
-// Shortcuts for the common case of reading/writing floats.
+// Shortcuts for the common case of reading/writing floats: the table's
+// to_float / from_float.
 void to_float(DType t, const void* src, float* dst, int64_t n);
 void from_float(DType t, const float* src, void* dst, int64_t n);
 

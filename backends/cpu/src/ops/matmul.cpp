@@ -4,16 +4,20 @@
 // matrix (a batch slice of w, or one expert). Work is split into jobs of
 // (block, tile of weight rows): a job converts its weight rows to float once
 // into per-thread scratch and dots them against every activation row of the
-// block (dot_rows in matmul_fast.cpp). Blocks are capped so their activations
+// block (the dot_rows of dtype_kernels.h). Blocks are capped so their activations
 // stay in cache while the weight tiles stream past. Blocks of a few activation
 // rows (decode, MTP verify) read the weight rows in place and convert them in
-// registers instead (dot_rows_stored), which saves a pass over the weights.
+// registers instead, which saves a pass over the weights. Which conversion and
+// dot product a weight type uses, and in what type it wants the activations, is
+// looked up in dtype_kernels.h; a type whose activations are not F32 (a K-quant
+// reading quantized activations) always reads its weights in place.
 // The *_reference functions are the plain loops the fast path is tested against.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "dtype_kernels.h"
 #include "ggml-lite/status.h"
 #include "kernels.h"
 #include "matmul.h"
@@ -31,11 +35,11 @@ constexpr int64_t kMaxBlockRows = 64;
 // row often enough that a contiguous copy (streamed once, then hot in cache) is faster.
 constexpr int64_t kInPlaceF32Rows = 16;
 
-// Activation rows as float pointers (in place or converted) and the output row of each.
+// Activation rows in the weight type's act_type (in place or converted) and the output row of each.
 struct RowSet {
-  std::vector<const float*> x;
+  std::vector<const void*> x;
   std::vector<float*> out;
-  std::vector<float> storage;  // converted activations when x is not plain F32 rows
+  std::vector<char> storage;  // converted activations when x is not already act_type rows
 };
 
 // Rows [begin, end) of a RowSet that multiply weight matrix (i2, i3).
@@ -44,21 +48,32 @@ struct Block {
   int64_t begin, end;
 };
 
-// Rows of x as float pointers in (i3, i2, i1) order, converting when needed.
-std::vector<const float*> activation_rows(const Tensor& x, std::vector<float>& storage) {
+// Row r of x as act_type at dst: F32 rows are loaded directly, others through float.
+void convert_activation(const Tensor& x, int64_t r, DType act, char* dst) {
+  int64_t i1, i2, i3;
+  unravel_row(x, r, i1, i2, i3);
+  if (act == DType::F32) return load_row(x, i1, i2, i3, reinterpret_cast<float*>(dst));
+  std::vector<float> row(static_cast<size_t>(x.ne[0]));
+  load_row(x, i1, i2, i3, row.data());
+  from_float(act, row.data(), dst, x.ne[0]);
+}
+
+// Rows of x in (i3, i2, i1) order as act_type rows, converting when needed.
+std::vector<const void*> activation_rows(const Tensor& x, DType act, std::vector<char>& storage) {
   const int64_t n = nrows(x), k = x.ne[0];
-  std::vector<const float*> rows(static_cast<size_t>(n));
-  const bool in_place = is_f32_rows(x);
-  if (!in_place) storage.resize(static_cast<size_t>(n * k));
+  std::vector<const void*> rows(static_cast<size_t>(n));
+  const bool in_place = act == DType::F32 && is_f32_rows(x);
+  const auto rb = static_cast<int64_t>(row_bytes(act, k));
+  if (!in_place) storage.resize(static_cast<size_t>(n * rb));
 #pragma omp parallel for schedule(static) if (!in_place && n * k >= kParallelMinElems)
   for (int64_t r = 0; r < n; ++r) {
-    int64_t i1, i2, i3;
-    unravel_row(x, r, i1, i2, i3);
     if (in_place) {
-      rows[r] = reinterpret_cast<const float*>(elem_ptr(x, 0, i1, i2, i3));
+      int64_t i1, i2, i3;
+      unravel_row(x, r, i1, i2, i3);
+      rows[r] = elem_ptr(x, 0, i1, i2, i3);
     } else {
-      load_row(x, i1, i2, i3, storage.data() + r * k);
-      rows[r] = storage.data() + r * k;
+      convert_activation(x, r, act, storage.data() + r * rb);
+      rows[r] = storage.data() + r * rb;
     }
   }
   return rows;
@@ -83,8 +98,12 @@ int64_t block_rows(int64_t k) {
 bool rows_dense(const Tensor& w) { return w.nb[0] == dtype_traits(w.type).block_bytes; }
 
 // Blocks this small read dense weight rows in place (converting in registers) instead of
-// converting each row once into scratch.
+// converting each row once into scratch. Activations that are not F32 leave no choice.
 bool reads_in_place(const Tensor& w, int64_t block_rows) {
+  if (cpu_type_kernels(w.type).act_type != DType::F32) {
+    GL_ASSERT(rows_dense(w), "[mul_mat] weights with quantized activations need dense rows");
+    return true;
+  }
   if (!rows_dense(w)) return false;
   return block_rows <= (w.type == DType::F32 ? kInPlaceF32Rows : dot_tile_shape().x_rows);
 }
@@ -92,26 +111,26 @@ bool reads_in_place(const Tensor& w, int64_t block_rows) {
 // Weight rows n0 .. n0+nw-1 of matrix (b.i2, b.i3) times the activation rows of block b.
 void run_job(const Tensor& w, const Block& b, int64_t n0, int nw, float* scratch, const RowSet& rs) {
   const int64_t k = w.ne[0], nx = b.end - b.begin;
-  const float* const* x = rs.x.data() + b.begin;
+  const void* const* x = rs.x.data() + b.begin;
   float* const* out = rs.out.data() + b.begin;
-  const bool dense = rows_dense(w);
+  const CpuTypeKernels& kern = cpu_type_kernels(w.type);
+  const void* rows[kMaxTileRows];
   if (reads_in_place(w, nx)) {
-    const void* rows[kMaxTileRows];
     for (int i = 0; i < nw; ++i) rows[i] = elem_ptr(w, 0, n0 + i, b.i2, b.i3);
-    dot_rows_stored(w.type, rows, nw, x, nx, k, out, n0);
+    kern.dot_rows(rows, nw, x, nx, k, out, n0);
     return;
   }
-  const float* rows[kMaxTileRows];
+  const bool dense = rows_dense(w);
   for (int i = 0; i < nw; ++i) {
     float* dst = scratch + i * k;
     if (dense) {
-      row_to_f32(w.type, elem_ptr(w, 0, n0 + i, b.i2, b.i3), dst, k);
+      kern.row_to_f32(elem_ptr(w, 0, n0 + i, b.i2, b.i3), dst, k);
     } else {
       load_row(w, n0 + i, b.i2, b.i3, dst);
     }
     rows[i] = dst;
   }
-  dot_rows(rows, nw, x, nx, k, out, n0);
+  cpu_type_kernels(DType::F32).dot_rows(rows, nw, x, nx, k, out, n0);
 }
 
 // Every (block, weight tile) job; threads take consecutive tiles of the same block.
@@ -158,8 +177,9 @@ void mul_mat(Tensor& dst) {
   GL_ASSERT(dst.type == DType::F32 && dst.nb[0] == sizeof(float), "[mul_mat] dst must be F32 with dense rows");
   const int64_t m = x.ne[1], b2 = x.ne[2], b3 = x.ne[3];
   const int64_t r2 = b2 / w.ne[2], r3 = b3 / w.ne[3];
+  GL_ASSERT(cpu_type_kernels(w.type).dot_rows, "[mul_mat] no CPU dot product for this weight type");
   RowSet rs;
-  rs.x = activation_rows(x, rs.storage);
+  rs.x = activation_rows(x, cpu_type_kernels(w.type).act_type, rs.storage);
   rs.out.resize(rs.x.size());
   for (int64_t r = 0; r < nrows(x); ++r) rs.out[r] = out_row(dst, r % m, r / m % b2, r / (m * b2));
   // x rows are in (i3, i2, i1) order, so the r2 batches sharing a weight matrix are adjacent.
@@ -179,8 +199,9 @@ void mul_mat_id(Tensor& dst) {
   const Tensor& ids = *dst.src[2];
   GL_ASSERT(dst.type == DType::F32 && dst.nb[0] == sizeof(float), "[mul_mat_id] dst must be F32 with dense rows");
   const int64_t n_experts = experts.ne[2], n_used = ids.ne[0], n_tokens = ids.ne[1], x1 = x.ne[1];
-  std::vector<float> storage;
-  const std::vector<const float*> xrows = activation_rows(x, storage);
+  GL_ASSERT(cpu_type_kernels(experts.type).dot_rows, "[mul_mat_id] no CPU dot product for this weight type");
+  std::vector<char> storage;
+  const std::vector<const void*> xrows = activation_rows(x, cpu_type_kernels(experts.type).act_type, storage);
   // Counting sort of the (u, t) slots by expert, so each expert's rows are converted once.
   std::vector<int64_t> count(static_cast<size_t>(n_experts) + 1, 0);
   for (int64_t t = 0; t < n_tokens; ++t)

@@ -10,7 +10,8 @@
 // of independent partial sums and use explicit FMA. Vec is an AVX-512 or AVX2
 // register where the target has one, else a plain 8-lane struct whose loops the
 // compiler maps to whatever vector unit exists. The load_* helpers convert
-// kLanes stored weights to floats exactly as gl::to_float does.
+// kLanes stored weights to floats exactly as gl::to_float does; Stored<T> says
+// how a weight type is read (its block size, a vector, one element).
 //
 // Private to backends/cpu/src/ops: everything is in an unnamed namespace, since
 // Vec depends on the target flags of the including file.
@@ -134,8 +135,6 @@ inline Vec load_i8(const int8_t* p) {
 }
 #endif
 
-static_assert(kQ8_0Block % kLanes == 0, "a vector must not straddle Q8_0 blocks");
-
 inline float half_to_float(fp16_t h) {
 #if defined(__F16C__)
   return _cvtsh_ss(h);
@@ -144,35 +143,44 @@ inline float half_to_float(fp16_t h) {
 #endif
 }
 
-// kLanes weights of a row stored as T, from element k, as floats (d * q, rounded once, for Q8_0).
+// How weights stored as T become floats: kBlock (elements per block, 1 for plain types),
+// vec(row, k) for kLanes weights from element k and one(row, k) for a single one (row tails),
+// both exactly as dtype_traits(T).to_float rounds them. The plain types are specialised here; a
+// quantized type's specialisation sits in ops/quants/<type>.h.
+template <DType T>
+struct Stored;
+
+template <>
+struct Stored<DType::F32> {
+  static constexpr int64_t kBlock = 1;
+  static Vec vec(const void* row, int64_t k) { return vload(static_cast<const float*>(row) + k); }
+  static float one(const void* row, int64_t k) { return static_cast<const float*>(row)[k]; }
+};
+template <>
+struct Stored<DType::F16> {
+  static constexpr int64_t kBlock = 1;
+  static Vec vec(const void* row, int64_t k) { return load_f16(static_cast<const fp16_t*>(row) + k); }
+  static float one(const void* row, int64_t k) { return fp16_to_fp32(static_cast<const fp16_t*>(row)[k]); }
+};
+template <>
+struct Stored<DType::BF16> {
+  static constexpr int64_t kBlock = 1;
+  static Vec vec(const void* row, int64_t k) { return load_bf16(static_cast<const bf16_t*>(row) + k); }
+  static float one(const void* row, int64_t k) { return bf16_to_fp32(static_cast<const bf16_t*>(row)[k]); }
+};
+
+// kLanes weights of a row stored as T, from element k (a multiple of kLanes), as floats.
 template <DType T>
 inline Vec load_weights(const void* row, int64_t k) {
-  if constexpr (T == DType::F32) {
-    return vload(static_cast<const float*>(row) + k);
-  } else if constexpr (T == DType::F16) {
-    return load_f16(static_cast<const fp16_t*>(row) + k);
-  } else if constexpr (T == DType::BF16) {
-    return load_bf16(static_cast<const bf16_t*>(row) + k);
-  } else {
-    static_assert(T == DType::Q8_0, "no vector load for this type");
-    const BlockQ8_0& b = static_cast<const BlockQ8_0*>(row)[k / kQ8_0Block];
-    return vmul(vset1(half_to_float(b.d)), load_i8(b.qs + k % kQ8_0Block));
-  }
+  static_assert(Stored<T>::kBlock == 1 || Stored<T>::kBlock % kLanes == 0,
+                "a vector load must not straddle the type's blocks");
+  return Stored<T>::vec(row, k);
 }
 
-// One weight (element k) as a float, for row tails; Q8_0 rows have no tails.
+// One weight (element k) as a float, for row tails (rows of a blocked type have none).
 template <DType T>
 inline float load_weight(const void* row, int64_t k) {
-  if constexpr (T == DType::F32) {
-    return static_cast<const float*>(row)[k];
-  } else if constexpr (T == DType::F16) {
-    return fp16_to_fp32(static_cast<const fp16_t*>(row)[k]);
-  } else if constexpr (T == DType::BF16) {
-    return bf16_to_fp32(static_cast<const bf16_t*>(row)[k]);
-  } else {
-    const BlockQ8_0& b = static_cast<const BlockQ8_0*>(row)[k / kQ8_0Block];
-    return half_to_float(b.d) * static_cast<float>(b.qs[k % kQ8_0Block]);
-  }
+  return Stored<T>::one(row, k);
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 //
 // Kernels address elements through byte strides, like the CPU reference, so every view (permuted,
 // transposed, strided rows) works without a copy. Conversions match ggml-lite/src/dtype.cpp bit for
-// bit: F16 and BF16 stores round to nearest even, F32 -> I32 truncates, Q8_0 quantizes with
-// d = amax / 127 and q = round-half-away(x / d) computed as x * (1 / d), exactly as the CPU does.
+// bit: F16 and BF16 stores round to nearest even, F32 -> I32 truncates, and a quantized type
+// converts through its device traits (quants/<type>.cuh, dispatched by dtype_table.cuh), which
+// mirror its reference functions in ggml-lite/src/quants/.
 // One row group (blockDim.x threads, a power of two from 32 to 1024) owns a row, so a row's result
 // never depends on how many rows the batch has (batch invariance for speculative verify).
 #pragma once
@@ -19,6 +20,7 @@
 #include <cstdint>
 
 #include "../common.cuh"
+#include "dtype_table.cuh"
 
 namespace gl::cuda {
 
@@ -26,7 +28,7 @@ inline constexpr unsigned kFullMask = 0xffffffffu;
 // Grid cap: kernels stride over rows, so a larger grid would only add idle blocks.
 inline constexpr int64_t kMaxBlocks = int64_t{1} << 20;
 
-// A tensor as a kernel sees it; nb in bytes (for Q8_0, nb[0] is the block stride).
+// A tensor as a kernel sees it; nb in bytes (for a quantized type, nb[0] is the block stride).
 struct TensorArg {
   char* data;
   int64_t ne[kMaxDims];
@@ -46,10 +48,11 @@ inline TensorArg arg(const Tensor& t) {
 }
 
 inline bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-inline bool is_plain_type(DType t) { return t != DType::Q8_0; }
+inline bool is_plain_type(DType t) { return !dtype_traits(t).is_quant; }
 // Quantized rows are only handled with adjacent blocks (the CPU reference asserts the same).
-inline bool dense_q8_rows(const Tensor& t) {
-  return t.type != DType::Q8_0 || (t.nb[0] == sizeof(BlockQ8_0) && t.ne[0] % kQ8_0Block == 0);
+inline bool dense_quant_rows(const Tensor& t) {
+  const DTypeTraits& tr = dtype_traits(t.type);
+  return !tr.is_quant || (t.nb[0] == tr.block_bytes && t.ne[0] % tr.block_size == 0);
 }
 
 // ---- launch geometry ---------------------------------------------------------
@@ -148,25 +151,18 @@ __device__ __forceinline__ uint16_t float_to_bf16_bits(float f) {
 __device__ __forceinline__ float half_bits_to_float(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 __device__ __forceinline__ uint16_t float_to_half_bits(float f) { return __half_as_ushort(__float2half_rn(f)); }
 
-// Value of a plain (unquantized) element at p.
+// Value of a plain (unquantized) element at p; F32 for anything else (callers never pass a
+// quantized type: those go through load_elem and the type's traits).
 __device__ __forceinline__ float load_plain(DType t, const char* p) {
-  switch (t) {
-    case DType::F16: return half_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
-    case DType::BF16: return bf16_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
-    case DType::I32: return static_cast<float>(*reinterpret_cast<const int32_t*>(p));
-    case DType::F32:
-    case DType::Q8_0: break;
-  }
+  if (t == DType::F16) return half_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
+  if (t == DType::BF16) return bf16_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
+  if (t == DType::I32) return static_cast<float>(*reinterpret_cast<const int32_t*>(p));
   return *reinterpret_cast<const float*>(p);
 }
 
-// Element i0 of a row starting at `row` (any dtype, Q8_0 included).
+// Element i0 of a row starting at `row` (any dtype; quantized rows have nb[0] = block stride).
 __device__ __forceinline__ float load_elem(const TensorArg& t, const char* row, int64_t i0) {
-  if (t.type == DType::Q8_0) {
-    const char* blk = row + (i0 / kQ8_0Block) * t.nb[0];
-    const float d = half_bits_to_float(*reinterpret_cast<const uint16_t*>(blk));
-    return d * static_cast<float>(static_cast<const int8_t*>(static_cast<const void*>(blk + 2))[i0 % kQ8_0Block]);
-  }
+  if (is_quant_type(t.type)) return load_quant(t.type, row, i0, t.nb[0]);
   return load_plain(t.type, row + i0 * t.nb[0]);
 }
 
@@ -177,16 +173,18 @@ __device__ __forceinline__ float round_to(DType t, float v) {
   return v;
 }
 
-// Stores v into a plain element at p in dtype t (F32 -> I32 truncates, as static_cast does).
+// Stores v into a plain element at p in dtype t (F32 -> I32 truncates, as static_cast does); F32
+// for anything else (quantized rows are written a block at a time through the type's traits).
 __device__ __forceinline__ void store_plain(DType t, char* p, float v) {
-  switch (t) {
-    case DType::F16: *reinterpret_cast<uint16_t*>(p) = float_to_half_bits(v); return;
-    case DType::BF16: *reinterpret_cast<uint16_t*>(p) = float_to_bf16_bits(v); return;
-    case DType::I32: *reinterpret_cast<int32_t*>(p) = static_cast<int32_t>(v); return;
-    case DType::F32:
-    case DType::Q8_0: break;
+  if (t == DType::F16) {
+    *reinterpret_cast<uint16_t*>(p) = float_to_half_bits(v);
+  } else if (t == DType::BF16) {
+    *reinterpret_cast<uint16_t*>(p) = float_to_bf16_bits(v);
+  } else if (t == DType::I32) {
+    *reinterpret_cast<int32_t*>(p) = static_cast<int32_t>(v);
+  } else {
+    *reinterpret_cast<float*>(p) = v;
   }
-  *reinterpret_cast<float*>(p) = v;
 }
 
 // Copies one plain element from (st, from) to (dt, to): raw bits when the dtypes agree (the CPU's
@@ -201,18 +199,6 @@ __device__ __forceinline__ void convert_plain(DType st, const char* from, DType 
     return;
   }
   store_plain(dt, to, load_plain(st, from));
-}
-
-// One Q8_0 block from 32 floats: dtype.cpp's quantize_row_q8_0, with explicitly rounded operations
-// so no contraction or approximate division can change a quant.
-__device__ __forceinline__ void quantize_block_q8_0(const float* x, char* blk) {
-  float amax = 0.0f;
-  for (int i = 0; i < kQ8_0Block; ++i) amax = fmaxf(amax, fabsf(x[i]));
-  const float d = __fdiv_rn(amax, 127.0f);
-  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-  *reinterpret_cast<uint16_t*>(blk) = float_to_half_bits(d);
-  auto* qs = static_cast<int8_t*>(static_cast<void*>(blk + 2));
-  for (int i = 0; i < kQ8_0Block; ++i) qs[i] = static_cast<int8_t>(lroundf(__fmul_rn(x[i], id)));
 }
 
 // ---- row-group reduction -----------------------------------------------------

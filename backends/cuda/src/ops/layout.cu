@@ -4,8 +4,9 @@
 // another, maybe in another dtype", and the sources are often views (a strided cache window,
 // a transposed activation), so kernels address elements by byte strides instead of requiring
 // contiguous inputs. Equal dtypes copy raw bits (I32 values and NaN payloads survive, as with the
-// CPU's memcpy); different ones go through float with the CPU's rounding. Q8_0 is handled a block
-// at a time: dequantized on load, and quantized by one thread per 32-element destination block.
+// CPU's memcpy); different ones go through float with the CPU's rounding. A quantized type is
+// handled a block at a time through its traits (dtype_table.cuh): dequantized on load, and
+// quantized by one thread per destination block.
 // CONT/CPY pair elements in row-major flat order, so a [32, 6] source fills a [64, 3] view.
 // A row id outside the target tensor is a programmer error, as on the CPU (which aborts): the
 // kernel prints it and traps, and the backend reports the failed node.
@@ -27,16 +28,9 @@ __device__ __forceinline__ int32_t id_at(const TensorArg& ids, int64_t i, int64_
   return *reinterpret_cast<const int32_t*>(ids.data + i * ids.nb[0] + b2 * ids.nb[1] + b3 * ids.nb[2]);
 }
 
-// Copies one 34-byte Q8_0 block (2-byte aligned) as 17 half-words.
-__device__ __forceinline__ void copy_q8_block(const char* from, char* to) {
-  const auto* f = reinterpret_cast<const uint16_t*>(from);
-  auto* t = reinterpret_cast<uint16_t*>(to);
-  for (int k = 0; k < static_cast<int>(sizeof(BlockQ8_0) / 2); ++k) t[k] = f[k];
-}
-
 // ---- kernels -----------------------------------------------------------------
 
-// d[:, i, b2, b3] = a[:, ids[i, b2, b3], b2, b3], converted to d.type (Q8_0 dequantized).
+// d[:, i, b2, b3] = a[:, ids[i, b2, b3], b2, b3], converted to d.type (quantized rows dequantized).
 __global__ void get_rows_kernel(TensorArg a, TensorArg ids, TensorArg d, int64_t rows) {
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
     int64_t i, b2, b3;
@@ -46,7 +40,7 @@ __global__ void get_rows_kernel(TensorArg a, TensorArg ids, TensorArg d, int64_t
     const char* ra = row_ptr(a, id, b2, b3);
     char* rd = row_ptr(d, i, b2, b3);
     for (int64_t i0 = first_col(); i0 < d.ne[0]; i0 += col_stride()) {
-      if (a.type == DType::Q8_0) {
+      if (is_quant_type(a.type)) {
         store_plain(d.type, rd + i0 * d.nb[0], load_elem(a, ra, i0));
       } else {
         convert_plain(a.type, ra + i0 * a.nb[0], d.type, rd + i0 * d.nb[0]);
@@ -73,12 +67,15 @@ __global__ void set_rows_kernel(TensorArg dst, TensorArg src, TensorArg ids, int
     if (!live || later) continue;
     const char* rs = row_ptr(src, i, b2, b3);
     char* rd = row_ptr(dst, id, b2, b3);
-    if (dst.type == DType::Q8_0) {
-      for (int64_t blk = threadIdx.x; blk < dst.ne[0] / kQ8_0Block; blk += blockDim.x) {
-        float v[kQ8_0Block];
-        for (int k = 0; k < kQ8_0Block; ++k) v[k] = load_plain(src.type, rs + (blk * kQ8_0Block + k) * src.nb[0]);
-        quantize_block_q8_0(v, rd + blk * dst.nb[0]);
-      }
+    if (is_quant_type(dst.type)) {
+      with_quant(dst.type, [&](auto q) {
+        using Q = decltype(q);
+        for (int64_t blk = threadIdx.x; blk < dst.ne[0] / Q::kBlock; blk += blockDim.x) {
+          float v[Q::kBlock];
+          for (int k = 0; k < Q::kBlock; ++k) v[k] = load_plain(src.type, rs + (blk * Q::kBlock + k) * src.nb[0]);
+          Q::quantize(v, rd + blk * dst.nb[0]);
+        }
+      });
     } else {
       for (int64_t i0 = threadIdx.x; i0 < dst.ne[0]; i0 += blockDim.x)
         convert_plain(src.type, rs + i0 * src.nb[0], dst.type, rd + i0 * dst.nb[0]);
@@ -123,7 +120,7 @@ __device__ __forceinline__ const char* flat_elem(const TensorArg& t, int64_t f) 
   return row_ptr(t, i1, i2, i3) + i0 * t.nb[0];
 }
 
-// to[f] = from[f] in flat order, into a plain destination. A Q8_0 source keeps its row length.
+// to[f] = from[f] in flat order, into a plain destination. A quantized source keeps its row length.
 __global__ void copy_kernel(TensorArg from, TensorArg to, int64_t rows) {
   pdl_trigger();  // a following GEMV may become resident while this kernel runs
   const int64_t n = to.ne[0];
@@ -141,7 +138,7 @@ __global__ void copy_kernel(TensorArg from, TensorArg to, int64_t rows) {
     unravel_row(from.ne, r, i1, i2, i3);
     const char* rf = row_ptr(from, i1, i2, i3);
     for (int64_t i0 = first_col(); i0 < n; i0 += col_stride()) {
-      if (from.type == DType::Q8_0) {
+      if (is_quant_type(from.type)) {
         store_plain(to.type, rt + i0 * to.nb[0], load_elem(from, rf, i0));
       } else {
         convert_plain(from.type, rf + i0 * from.nb[0], to.type, rt + i0 * to.nb[0]);
@@ -150,9 +147,11 @@ __global__ void copy_kernel(TensorArg from, TensorArg to, int64_t rows) {
   }
 }
 
-// to[f] = from[f] in flat order into a Q8_0 destination: one thread per 32-element block, which
-// quantizes a plain source or copies a Q8_0 source's block bits (same row length).
-__global__ void copy_to_q8_kernel(TensorArg from, TensorArg to, int64_t rows) {
+// to[f] = from[f] in flat order into a destination of quantized type Q: one thread per block,
+// which quantizes a plain source or copies the block bits of a source of the same type (same row
+// length; the builders allow no other quantized source).
+template <class Q>
+__global__ void copy_to_quant_kernel(TensorArg from, TensorArg to, int64_t rows) {
   const int64_t n = to.ne[0];
   const bool same_rows = from.ne[0] == n;
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
@@ -161,23 +160,28 @@ __global__ void copy_to_q8_kernel(TensorArg from, TensorArg to, int64_t rows) {
     if (same_rows) unravel_row(from.ne, r, i1, i2, i3);
     const char* rf = row_ptr(from, i1, i2, i3);
     char* rt = row_ptr(to, j1, j2, j3);
-    for (int64_t blk = threadIdx.x; blk < n / kQ8_0Block; blk += blockDim.x) {
-      if (from.type == DType::Q8_0) {
-        copy_q8_block(rf + blk * from.nb[0], rt + blk * to.nb[0]);
+    for (int64_t blk = threadIdx.x; blk < n / Q::kBlock; blk += blockDim.x) {
+      if (from.type == Q::kType) {
+        copy_block<Q>(rf + blk * from.nb[0], rt + blk * to.nb[0]);
         continue;
       }
-      float v[kQ8_0Block];
-      for (int k = 0; k < kQ8_0Block; ++k) {
-        const int64_t i0 = blk * kQ8_0Block + k;
+      float v[Q::kBlock];
+      for (int k = 0; k < Q::kBlock; ++k) {
+        const int64_t i0 = blk * Q::kBlock + k;
         v[k] = load_plain(from.type, same_rows ? rf + i0 * from.nb[0] : flat_elem(from, r * n + i0));
       }
-      quantize_block_q8_0(v, rt + blk * to.nb[0]);
+      Q::quantize(v, rt + blk * to.nb[0]);
     }
   }
 }
 
+// Quantized rows with adjacent blocks only; a quantized source keeps its row length and is either
+// dequantized into a plain destination or copied into one of its own type.
 bool plain_layout_ok(const Tensor& from, const Tensor& to) {
-  return dense_q8_rows(from) && dense_q8_rows(to) && (from.type != DType::Q8_0 || from.ne[0] == to.ne[0]);
+  const bool q_from = dtype_traits(from.type).is_quant, q_to = dtype_traits(to.type).is_quant;
+  if (!cuda_type_kernels(from.type).load || !cuda_type_kernels(to.type).store) return false;
+  if (q_from && (from.ne[0] != to.ne[0] || (q_to && from.type != to.type))) return false;
+  return dense_quant_rows(from) && dense_quant_rows(to);
 }
 
 // A dense copy within one dtype (GDN states and conv windows back into their caches every step)
@@ -203,8 +207,8 @@ void get_rows(const Ctx& ctx, Tensor& dst) {
   const Tensor& ids = *dst.src[1];
   GL_ASSERT(ids.type == DType::I32 && ids.ne[0] == dst.ne[1] && ids.ne[1] == a.ne[2] && ids.ne[2] == a.ne[3],
             "cuda get_rows: ids must be I32 [n, B2, B3]");
-  GL_ASSERT(dst.ne[0] == a.ne[0] && dst.ne[2] == a.ne[2] && dst.ne[3] == a.ne[3] && dense_q8_rows(a),
-            "cuda get_rows: dst shape mismatch or strided Q8_0 rows");
+  GL_ASSERT(dst.ne[0] == a.ne[0] && dst.ne[2] == a.ne[2] && dst.ne[3] == a.ne[3] && dense_quant_rows(a),
+            "cuda get_rows: dst shape mismatch or strided quantized rows");
   const RowLaunch l = elem_launch(dst.ne[0], nrows(dst));
   if (l.empty()) return;
   get_rows_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(ids), arg(dst), l.rows);
@@ -218,10 +222,10 @@ void set_rows(const Ctx& ctx, Tensor& node) {
   const Tensor& ids = *node.src[2];
   GL_ASSERT(ids.type == DType::I32 && ids.ne[0] == src.ne[1] && ids.ne[1] == src.ne[2] && ids.ne[2] == src.ne[3],
             "cuda set_rows: ids must be I32 [n, B2, B3] of src");
-  GL_ASSERT(src.ne[0] == dst.ne[0] && src.ne[2] == dst.ne[2] && src.ne[3] == dst.ne[3] && dense_q8_rows(dst) &&
+  GL_ASSERT(src.ne[0] == dst.ne[0] && src.ne[2] == dst.ne[2] && src.ne[3] == dst.ne[3] && dense_quant_rows(dst) &&
                 is_plain_type(src.type),
-            "cuda set_rows: src and dst differ in row length or batch dims, or strided Q8_0 rows");
-  const int64_t per_row = dst.type == DType::Q8_0 ? dst.ne[0] / kQ8_0Block : dst.ne[0];
+            "cuda set_rows: src and dst differ in row length or batch dims, or strided quantized rows");
+  const int64_t per_row = dst.ne[0] / dtype_traits(dst.type).block_size;  // a thread per block
   const RowLaunch l = row_launch(per_row, nrows(src));
   if (l.empty()) return;
   set_rows_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(dst), arg(src), arg(ids), l.rows);
@@ -246,12 +250,14 @@ void copy(const Ctx& ctx, Tensor& dst) {
   const Tensor& from = *dst.src[0];
   const Tensor& to = dst.op == Op::CONT ? dst : *dst.src[1];
   GL_ASSERT(nelements(from) == nelements(to), "cuda copy: element counts differ");
-  GL_ASSERT(plain_layout_ok(from, to), "cuda copy: strided Q8_0 rows, or a Q8_0 source changing row length");
+  GL_ASSERT(plain_layout_ok(from, to), "cuda copy: strided quantized rows, or a quantized source changing row length");
   if (copy_bytes(ctx, from, to)) return;
-  if (to.type == DType::Q8_0) {
-    const RowLaunch l = row_launch(to.ne[0] / kQ8_0Block, nrows(to));
+  if (dtype_traits(to.type).is_quant) {
+    const RowLaunch l = row_launch(to.ne[0] / dtype_traits(to.type).block_size, nrows(to));
     if (l.empty()) return;
-    copy_to_q8_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(from), arg(to), l.rows);
+    with_quant_host(to.type, [&](auto q) {
+      copy_to_quant_kernel<decltype(q)><<<l.grid, l.block, 0, ctx.stream>>>(arg(from), arg(to), l.rows);
+    });
     return;
   }
   const RowLaunch l = elem_launch(to.ne[0], nrows(to));
@@ -259,15 +265,19 @@ void copy(const Ctx& ctx, Tensor& dst) {
   copy_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(from), arg(to), l.rows);
 }
 
-// Every dtype pair the builders allow; Q8_0 only with adjacent blocks (the CPU asserts the same).
+// Every dtype pair the builders allow and dtype_table.cuh has kernels for; quantized rows only with
+// adjacent blocks (the CPU asserts the same).
 bool supports_layout(const Tensor& node) {
   const Tensor* s0 = node.src[0];
   const Tensor* s1 = node.src[1];
   const Tensor* s2 = node.src[2];
   const Op op = node.op;
-  if (op == Op::GET_ROWS) return s0 && s1 && s1->type == DType::I32 && dense_q8_rows(*s0) && is_plain_type(node.type);
+  if (op == Op::GET_ROWS)
+    return s0 && s1 && s1->type == DType::I32 && cuda_type_kernels(s0->type).load && dense_quant_rows(*s0) &&
+           is_plain_type(node.type);
   if (op == Op::SET_ROWS)
-    return s0 && s1 && s2 && s2->type == DType::I32 && is_plain_type(s1->type) && dense_q8_rows(*s0);
+    return s0 && s1 && s2 && s2->type == DType::I32 && is_plain_type(s1->type) && cuda_type_kernels(s0->type).store &&
+           dense_quant_rows(*s0);
   if (op == Op::CONCAT) return s0 && s1 && s0->type == s1->type && s0->type == node.type && is_plain_type(node.type);
   if (op == Op::CONT) return s0 && plain_layout_ok(*s0, node);
   if (op == Op::CPY) return s0 && s1 && plain_layout_ok(*s0, *s1);

@@ -5,8 +5,9 @@
 // From there on the product is compute-bound and cuBLAS's tensor-core GEMM wins (STYLE rule 13):
 //   * F32 weights: SGEMM with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no reduced-precision steps);
 //   * F16/BF16 weights: activations rounded to the weight format, F32 accumulation;
-//   * Q8_0 weights (and any weight layout cuBLAS cannot address): tiles of weight rows converted to
-//     F16 (F32 for F32 weights) in scratch, one GEMM per tile.
+//   * quantized weights (and any weight layout cuBLAS cannot address): tiles of weight rows
+//     converted to F16 (F32 for F32 weights) in scratch, one GEMM per tile; a quantized type
+//     dequantizes through its traits (quants/<type>.cuh, dtype_table.cuh).
 // Scratch comes from the stream-ordered allocator (mm::Scratch), so nothing is allocated up front
 // and nothing synchronises. Broadcast: x batch b reads w batch b / (B / W); the r2 x batches that
 // share a weight matrix are adjacent, so they form the columns of one GEMM.
@@ -83,18 +84,18 @@ __global__ void convert_w_kernel(TView w, int64_t n0, int64_t tn, int64_t w2, in
   }
 }
 
-// Q8_0 weight rows [n0, n0 + tn) of batch (w2, w3) -> contiguous F16 [K, tn], a pair of quants per
-// thread so that both the 16-bit quant reads and the half2 writes are coalesced.
-__global__ void dequant_q8_0_kernel(TView w, int64_t n0, int64_t tn, int64_t w2, int64_t w3, __half2* out) {
+// Weight rows [n0, n0 + tn) of quantized type Q, batch (w2, w3) -> contiguous F16 [K, tn], a pair
+// of elements per thread so that both the quant reads and the half2 writes are coalesced.
+template <class Q>
+__global__ void dequant_f16_kernel(TView w, int64_t n0, int64_t tn, int64_t w2, int64_t w3, __half2* out) {
+  static_assert(Q::kBlock % 2 == 0, "pairs must not straddle blocks");
+  constexpr int kPairs = Q::kBlock / 2;
   const int64_t pairs_per_row = w.ne[0] / 2, n = pairs_per_row * tn;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t row = i / pairs_per_row, p = i % pairs_per_row;
-    const char* blk = w.data + (n0 + row) * w.nb[1] + w2 * w.nb[2] + w3 * w.nb[3] +
-                      (p / (kQ8_0Block / 2)) * int64_t{sizeof(BlockQ8_0)};
-    const float d = mm::half_bits_to_f32(*reinterpret_cast<const uint16_t*>(blk));
-    const uint16_t u = reinterpret_cast<const uint16_t*>(blk + 2)[p % (kQ8_0Block / 2)];
-    out[i] = __floats2half2_rn(d * static_cast<float>(static_cast<int8_t>(u & 0xffu)),
-                               d * static_cast<float>(static_cast<int8_t>(u >> 8)));
+    const char* blk =
+        w.data + (n0 + row) * w.nb[1] + w2 * w.nb[2] + w3 * w.nb[3] + (p / kPairs) * int64_t{Q::kBlockBytes};
+    out[i] = Q::pair_f16(blk, static_cast<int>(p % kPairs));
   }
 }
 
@@ -110,14 +111,10 @@ struct GemmType {
   size_t size;
 };
 
+// F32 and BF16 weights keep their type; F16 and every quantized type (dequantized tiles) use F16.
 GemmType gemm_type(DType w) {
-  switch (w) {
-    case DType::F32: return {DType::F32, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
-    case DType::BF16: return {DType::BF16, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
-    case DType::F16:
-    case DType::Q8_0:
-    case DType::I32: break;
-  }
+  if (w == DType::F32) return {DType::F32, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 4};
+  if (w == DType::BF16) return {DType::BF16, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
   return {DType::F16, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
 }
 
@@ -137,7 +134,7 @@ struct WeightOperand {
 
 WeightOperand weight_operand(const Tensor& w, const GemmType& gt) {
   WeightOperand a;
-  if (w.type != gt.type) return a;  // Q8_0: converted
+  if (w.type != gt.type) return a;  // quantized: converted
   const int64_t es = static_cast<int64_t>(gt.size), k = w.ne[0], n = w.ne[1];
   const int64_t nb0 = static_cast<int64_t>(w.nb[0]), nb1 = static_cast<int64_t>(w.nb[1]);
   if (w.nb[2] % es != 0 || w.nb[3] % es != 0) return a;
@@ -182,9 +179,11 @@ const void* weight_tile(const Ctx& ctx, const Tensor& w, const WeightOperand& wa
                         int64_t tn, int64_t w2, int64_t w3, const Scratch& buf) {
   if (wa.direct) return static_cast<const char*>(w.data) + w2 * w.nb[2] + w3 * w.nb[3];
   const int64_t k = w.ne[0];
-  if (w.type == DType::Q8_0) {
-    dequant_q8_0_kernel<<<convert_blocks(tn * k / 2), kConvertThreads, 0, ctx.stream>>>(mm::view_of(w), n0, tn, w2, w3,
-                                                                                        buf.as<__half2>());
+  if (dtype_traits(w.type).is_quant) {
+    with_quant_host(w.type, [&](auto q) {
+      dequant_f16_kernel<decltype(q)><<<convert_blocks(tn * k / 2), kConvertThreads, 0, ctx.stream>>>(
+          mm::view_of(w), n0, tn, w2, w3, buf.as<__half2>());
+    });
   } else {
     with_type(gt.type, [&](auto tag) {
       using T = decltype(tag);
@@ -196,7 +195,7 @@ const void* weight_tile(const Ctx& ctx, const Tensor& w, const WeightOperand& wa
   return buf.as<void>();
 }
 
-// 16-bit GEMMs (BF16/F16 weights, Q8_0 via F16) split the activations into a high and a low part
+// 16-bit GEMMs (BF16/F16 weights, quantized ones via F16) split the activations into a high and a low part
 // (two GEMMs, the second accumulated), so prefill rows see ~16 significant bits of x, like the
 // F32 activations of the GEMV path, instead of the weight format's 8 (BF16) or 11 (F16). Measured
 // on the H200: BF16 fixture logits against the CPU 8.2e-5 / 2.5e-5 (dense / MoE) instead of
@@ -269,8 +268,6 @@ bool fits_int(const Tensor& t) {
   return true;
 }
 
-bool weight_dtype_ok(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0; }
-
 }  // namespace
 
 void mul_mat(const Ctx& ctx, Tensor& dst) {
@@ -329,7 +326,7 @@ bool supports_matmul(const Tensor& node) {
   if (node.op != Op::MUL_MAT && node.op != Op::MUL_MAT_ID) return false;
   const Tensor& w = *node.src[0];
   const Tensor& x = *node.src[1];
-  if (!weight_dtype_ok(w.type) || !dtype_traits(x.type).is_float) return false;
+  if (!cuda_type_kernels(w.type).mul_mat || !dtype_traits(x.type).is_float) return false;
   if (node.type != DType::F32 || !is_contiguous(node)) return false;
   if (!fits_int(w) || !fits_int(x) || x.ne[1] * x.ne[2] * x.ne[3] > INT_MAX) return false;
   if (node.op == Op::MUL_MAT_ID) return node.src[2]->type == DType::I32 && w.ne[2] <= mm::kMaxIdExperts;

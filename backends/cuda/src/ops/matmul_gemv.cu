@@ -6,8 +6,9 @@
 // bit). cuBLAS promises neither. Layout of the work:
 //   * a block owns R consecutive weight rows of one weight matrix and up to M activation rows
 //     (blockIdx.y picks the batch / expert group); every activation row is dotted with the R weight
-//     rows while they stream past once, in 16-byte vector loads (F32/F16/BF16) or quarter blocks of
-//     8 quants (Q8_0) per thread; activations stay F32 (read through L1, each reused R times);
+//     rows while they stream past once, in 16-byte vector loads (F32/F16/BF16) or the chunks a
+//     quantized type's traits define (Q8_0: quarter blocks of 8 quants) per thread; activations
+//     stay F32 (read through L1, each reused R times);
 //   * accumulation is float with explicit fmaf, then a warp shuffle tree and a fixed-order sum over
 //     the block's warps.
 // Batch invariance: the reduction order of output (n, m) depends only on K, the weight dtype (chunk
@@ -51,8 +52,16 @@ struct XDesc {
 
 // ---- weight chunks: E consecutive elements of one row, as floats -------------------------------
 
+// Quantized types: the chunk their traits define (quants/<type>.cuh); rows are always dense. The
+// plain types specialise WChunk below.
 template <DType WT>
-struct WChunk;
+struct WChunk {
+  using Q = QuantTraits<WT>;
+  static constexpr int E = Q::kChunk;
+  using Chunk = typename Q::Chunk;
+  __device__ static void load(const char* row, int64_t c, const WDesc&, Chunk& out) { Q::load_chunk(row, c, out); }
+  __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) { return Q::dot_chunk(w, x, acc); }
+};
 
 template <int E>
 __device__ __forceinline__ void load_plain(DType t, const char* row, int64_t c, const WDesc& w, float (&v)[E]) {
@@ -131,35 +140,6 @@ template <>
 struct WChunk<DType::F16> : WChunk16<DType::F16> {};
 template <>
 struct WChunk<DType::BF16> : WChunk16<DType::BF16> {};
-
-// Q8_0: a chunk is a quarter block (8 quants) and the block's scale; rows are always dense and
-// 2-byte aligned (34-byte blocks), so the quants are read as 16-bit words.
-template <>
-struct WChunk<DType::Q8_0> {
-  static constexpr int E = 8;
-  struct Chunk {
-    float q[E];
-    float d;
-  };
-  __device__ static void load(const char* row, int64_t c, const WDesc&, Chunk& out) {
-    const char* blk = row + (c / 4) * static_cast<int64_t>(sizeof(BlockQ8_0));
-    const uint16_t* qs = reinterpret_cast<const uint16_t*>(blk + 2 + (c % 4) * E);
-    out.d = half_bits_to_f32(__ldg(reinterpret_cast<const uint16_t*>(blk)));
-#pragma unroll
-    for (int i = 0; i < E / 2; ++i) {
-      const uint16_t u = __ldg(qs + i);
-      out.q[2 * i] = static_cast<float>(static_cast<int8_t>(u & 0xffu));
-      out.q[2 * i + 1] = static_cast<float>(static_cast<int8_t>(u >> 8));
-    }
-  }
-  // sum(q x) over the quarter block, then scaled once: d * sum(q x).
-  __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) {
-    float s = 0.0f;
-#pragma unroll
-    for (int e = 0; e < E; ++e) s = fmaf(w.q[e], x[e], s);
-    return fmaf(w.d, s, acc);
-  }
-};
 
 template <int E>
 __device__ __forceinline__ void load_x(const char* row, int64_t c, int64_t k, const XDesc& x, float (&v)[E]) {
@@ -387,13 +367,11 @@ void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows, co
 
 template <int M, class Rows, class Epi = NoEpilogue>
 void launch_dtype(const Ctx& ctx, DType wt, const WDesc& w, const XDesc& x, const Rows& rows, const Epi& epi = {}) {
-  switch (wt) {
-    case DType::F32: return launch<DType::F32, M>(ctx, w, x, rows, epi);
-    case DType::F16: return launch<DType::F16, M>(ctx, w, x, rows, epi);
-    case DType::BF16: return launch<DType::BF16, M>(ctx, w, x, rows, epi);
-    case DType::Q8_0: return launch<DType::Q8_0, M>(ctx, w, x, rows, epi);
-    case DType::I32: break;
-  }
+  if (dtype_traits(wt).is_quant)
+    return with_quant_host(wt, [&](auto q) { launch<decltype(q)::kType, M>(ctx, w, x, rows, epi); });
+  if (wt == DType::F32) return launch<DType::F32, M>(ctx, w, x, rows, epi);
+  if (wt == DType::F16) return launch<DType::F16, M>(ctx, w, x, rows, epi);
+  if (wt == DType::BF16) return launch<DType::BF16, M>(ctx, w, x, rows, epi);
   fail(__FILE__, __LINE__, "gemv", "unsupported weight dtype");
 }
 

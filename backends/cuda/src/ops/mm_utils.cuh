@@ -5,9 +5,9 @@
 //   gl::cuda::mm::Scratch buf(ctx.stream, bytes);                 // stream-ordered, freed on scope exit
 //
 // Sources are read through their ne/nb (views, permutes, transposes) and converted to float on
-// load; F16/BF16 round trips use the CUDA intrinsics, Q8_0 is d * q with d an IEEE half, exactly
-// as ggml-lite/dtype.h defines it. The GEMV launchers are declared here because mul_mat and
-// mul_mat_id share the kernel (matmul_gemv.cu).
+// load; F16/BF16 round trips use the CUDA intrinsics, a quantized type is read through its device
+// traits (quants/<type>.cuh), exactly as its reference dequantizer computes it. The GEMV launchers are declared here
+// because mul_mat and mul_mat_id share the kernel (matmul_gemv.cu).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "../common.cuh"
+#include "dtype_table.cuh"
 
 namespace gl::cuda {
 struct Chain;  // chain.cuh
@@ -54,29 +55,19 @@ inline TView view_of(const Tensor& t) {
 __device__ __forceinline__ float half_bits_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 __device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) { return __uint_as_float(uint32_t(h) << 16); }
 
-// One scalar of a plain float type (F32, F16, BF16) at p.
+// One scalar of a plain float type (F32, F16, BF16) at p; 0 for any other type.
 __device__ __forceinline__ float load_scalar(DType t, const char* p) {
-  switch (t) {
-    case DType::F32: return *reinterpret_cast<const float*>(p);
-    case DType::F16: return half_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
-    case DType::BF16: return bf16_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
-    case DType::I32:
-    case DType::Q8_0: break;
-  }
+  if (t == DType::F32) return *reinterpret_cast<const float*>(p);
+  if (t == DType::F16) return half_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
+  if (t == DType::BF16) return bf16_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
   return 0.0f;
 }
 
-// Element i0 of a Q8_0 row: blocks of 34 bytes (half d, then 32 int8), value d * q.
-__device__ __forceinline__ float load_q8_0(const char* row, int64_t i0) {
-  const char* blk = row + (i0 / kQ8_0Block) * static_cast<int64_t>(sizeof(BlockQ8_0));
-  const float d = half_bits_to_f32(*reinterpret_cast<const uint16_t*>(blk));
-  return d * static_cast<float>(reinterpret_cast<const int8_t*>(blk + 2)[i0 % kQ8_0Block]);
-}
-
-// Element (i0, i1, i2, i3) of any supported weight or activation dtype, as float.
+// Element (i0, i1, i2, i3) of any supported weight or activation dtype, as float. Quantized rows
+// are read as dense rows (blocks adjacent), as the GEMV chunks read them.
 __device__ __forceinline__ float load_elem(const TView& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
   const char* row = t.data + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
-  if (t.type == DType::Q8_0) return load_q8_0(row, i0);
+  if (is_quant_type(t.type)) return load_quant_dense(t.type, row, i0);
   return load_scalar(t.type, row + i0 * t.nb[0]);
 }
 

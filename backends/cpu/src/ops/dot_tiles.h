@@ -1,15 +1,21 @@
-// matmul_fast.cpp - vectorised weight-row conversion and the dot-product tiles of mul_mat.
+// dot_tiles.h - the register-tiled dot products and row conversions of mul_mat, templated on
+// the weight type (instantiated once per table row in dtype_kernels.cpp).
+//
+//   dot_rows_f32x<DType::Q8_0>(w_rows, nw, x_rows, nx, K, out, off);  // out[j][off + i] = w[i] . x[j]
+//   stored_row_to_f32<DType::BF16>(row, buf, K);
 //
 // A tile keeps one vector of partial sums per (weight row, activation row)
 // pair: every loaded weight vector is reused for kBlockX activation rows and
 // every activation vector for kBlockW weight rows (explicit FMA, see simd.h).
-// The tiles read weights either as floats (rows converted once by row_to_f32)
-// or in their stored type, converting in registers; both give the same sums.
-#include <algorithm>
-#include <cstring>
+// Weights are read through simd::Stored<T>, so the tiles know nothing of any
+// type's layout; both entries give the sums of converting the row first.
+// Private to backends/cpu/src/ops (unnamed namespace, like simd.h).
+#pragma once
 
-#include "ggml-lite/status.h"
-#include "matmul.h"
+#include <algorithm>
+#include <cstdint>
+
+#include "quants/q8_0.h"
 #include "simd.h"
 
 namespace gl::cpu {
@@ -70,57 +76,32 @@ void dot_tile_n(int nx, const void* const* w, int nw, const float* const* x, int
   dot_tile<T, RX>(w, nw, x, k, out, off);
 }
 
-template <DType T, class Row>
-void dot_rows_t(const Row* w, int nw, const float* const* x, int64_t nx, int64_t k, float* const* out,
-                int64_t out_off) {
+// out[j][out_off + i] = dot(w[i], x[j]) for weight rows stored as T and F32 activation rows
+// (the DotRowsFn of dtype_kernels.h).
+template <DType T>
+void dot_rows_f32x(const void* const* w, int nw, const void* const* x, int64_t nx, int64_t k, float* const* out,
+                   int64_t out_off) {
   for (int64_t j0 = 0; j0 < nx; j0 += kBlockX) {
     const int jn = static_cast<int>(std::min<int64_t>(kBlockX, nx - j0));
+    const float* xf[kBlockX];
+    for (int j = 0; j < jn; ++j) xf[j] = static_cast<const float*>(x[j0 + j]);
     for (int i0 = 0; i0 < nw; i0 += kBlockW) {
       const int in = std::min(kBlockW, nw - i0);
       // A short last group repeats its final row; only the first `in` results are stored.
       const void* wp[kBlockW];
       for (int i = 0; i < kBlockW; ++i) wp[i] = w[i0 + std::min(i, in - 1)];
-      dot_tile_n<T, kBlockX>(jn, wp, in, x + j0, k, out + j0, out_off + i0);
+      dot_tile_n<T, kBlockX>(jn, wp, in, xf, k, out + j0, out_off + i0);
     }
   }
 }
 
+// n weights stored as T -> floats, a vector at a time (the RowToF32Fn of dtype_kernels.h).
 template <DType T>
-void convert_row(const void* src, float* dst, int64_t n) {
+void stored_row_to_f32(const void* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) simd::vstore(dst + i, simd::load_weights<T>(src, i));
   for (; i < n; ++i) dst[i] = simd::load_weight<T>(src, i);
 }
 
 }  // namespace
-
-void row_to_f32(DType type, const void* src, float* dst, int64_t n) {
-  switch (type) {
-    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
-    case DType::F16: convert_row<DType::F16>(src, dst, n); return;
-    case DType::BF16: convert_row<DType::BF16>(src, dst, n); return;
-    case DType::Q8_0: convert_row<DType::Q8_0>(src, dst, n); return;
-    case DType::I32: to_float(type, src, dst, n); return;
-  }
-}
-
-DotTileShape dot_tile_shape() { return {kBlockW, kBlockX}; }
-
-void dot_rows(const float* const* w, int nw, const float* const* x, int64_t nx, int64_t k, float* const* out,
-              int64_t out_off) {
-  dot_rows_t<DType::F32>(w, nw, x, nx, k, out, out_off);
-}
-
-void dot_rows_stored(DType type, const void* const* w, int nw, const float* const* x, int64_t nx, int64_t k,
-                     float* const* out, int64_t out_off) {
-  switch (type) {
-    case DType::F32: dot_rows_t<DType::F32>(w, nw, x, nx, k, out, out_off); return;
-    case DType::F16: dot_rows_t<DType::F16>(w, nw, x, nx, k, out, out_off); return;
-    case DType::BF16: dot_rows_t<DType::BF16>(w, nw, x, nx, k, out, out_off); return;
-    case DType::Q8_0: dot_rows_t<DType::Q8_0>(w, nw, x, nx, k, out, out_off); return;
-    case DType::I32: break;
-  }
-  GL_ASSERT(false, "[mul_mat] i32 weights have no dot product");
-}
-
 }  // namespace gl::cpu

@@ -1,0 +1,57 @@
+// dtype_kernels.cpp - the table of CPU kernels per weight dtype (see dtype_kernels.h).
+//
+// The switch in kernels_of() has no default, so a DType added to the enum does not compile until
+// it has a row here (-Werror=switch); a row with null kernels is a type the CPU refuses.
+#include "dtype_kernels.h"
+
+#include <array>
+#include <cstring>
+
+#include "dot_tiles.h"
+#include "matmul.h"
+
+namespace gl::cpu {
+namespace {
+
+void f32_row_to_f32(const void* src, float* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+// A weight type whose dot product reads F32 activations.
+template <DType T>
+constexpr CpuTypeKernels f32_act_kernels() {
+  return {&stored_row_to_f32<T>, &dot_rows_f32x<T>, DType::F32};
+}
+
+constexpr CpuTypeKernels kernels_of(DType t) {
+  switch (t) {
+    case DType::F32: return {&f32_row_to_f32, &dot_rows_f32x<DType::F32>, DType::F32};
+    case DType::F16: return f32_act_kernels<DType::F16>();
+    case DType::BF16: return f32_act_kernels<DType::BF16>();
+    case DType::Q8_0: return f32_act_kernels<DType::Q8_0>();
+    case DType::I32: return {};  // indices, never a weight
+  }
+  return {};
+}
+
+constexpr std::array<CpuTypeKernels, kDTypeCount> make_table() {
+  std::array<CpuTypeKernels, kDTypeCount> t{};
+  for (int i = 0; i < kDTypeCount; ++i) t[static_cast<size_t>(i)] = kernels_of(static_cast<DType>(i));
+  return t;
+}
+
+constexpr std::array<CpuTypeKernels, kDTypeCount> kKernels = make_table();
+
+}  // namespace
+
+DotTileShape dot_tile_shape() { return {kBlockW, kBlockX}; }
+
+const CpuTypeKernels& cpu_type_kernels(DType t) { return kKernels[static_cast<size_t>(t)]; }
+
+bool supports_node(const Tensor& node) {
+  if (node.op != Op::MUL_MAT && node.op != Op::MUL_MAT_ID) return true;
+  const CpuTypeKernels& k = cpu_type_kernels(node.src[0]->type);
+  return k.dot_rows != nullptr && k.act_type == dtype_traits(node.src[0]->type).vec_dot_type;
+}
+
+}  // namespace gl::cpu

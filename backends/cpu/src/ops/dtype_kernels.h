@@ -1,0 +1,39 @@
+// dtype_kernels.h - the CPU's kernels per weight dtype: one table row per DType.
+//
+//   const CpuTypeKernels& k = cpu_type_kernels(w.type);
+//   if (!k.dot_rows) ...                           // no kernel: supports() refused the node
+//   k.row_to_f32(row, buf, K);                     // one weight row -> floats
+//   k.dot_rows(w_rows, nw, x_rows, nx, K, out, 0); // x rows stored as k.act_type
+//
+// matmul.cpp selects kernels here and nowhere else; the kernels themselves are templates on the
+// type (dot_tiles.h). A row whose dot_rows is null has no matrix product on the CPU, and
+// supports_node() says so, so the scheduler never hands such a node to this backend.
+#pragma once
+
+#include <cstdint>
+
+#include "ggml-lite/tensor.h"
+
+namespace gl::cpu {
+
+// n weights of a dense row -> floats, bit-identical to dtype_traits(t).to_float.
+using RowToF32Fn = void (*)(const void* src, float* dst, int64_t n);
+// out[j][out_off + i] = sum_k w[i][k] * x[j][k] for i < nw, j < nx: w rows dense in the weight
+// type, x rows dense in the row's act_type; float accumulation in several partial sums.
+using DotRowsFn = void (*)(const void* const* w, int nw, const void* const* x, int64_t nx, int64_t k, float* const* out,
+                           int64_t out_off);
+
+struct CpuTypeKernels {
+  RowToF32Fn row_to_f32 = nullptr;  // vectorised row conversion (null: none)
+  DotRowsFn dot_rows = nullptr;     // weight rows read in place (null: no matrix product)
+  DType act_type = DType::F32;      // what dot_rows reads; dtype_traits(t).vec_dot_type
+};
+
+const CpuTypeKernels& cpu_type_kernels(DType t);
+
+// Whether the CPU has kernels for node (the backend's supports()): matrix products need a
+// dot_rows for their weight type; every other op has a reference for every dtype its builder
+// accepts.
+bool supports_node(const Tensor& node);
+
+}  // namespace gl::cpu

@@ -1,0 +1,88 @@
+// quants/q8_0.cuh - Q8_0 on CUDA: QuantTraits<DType::Q8_0>, the device side of ggml-lite/quants/q8_0.h.
+//
+//   using Q = QuantTraits<DType::Q8_0>;
+//   float v = Q::elem(row + (i0 / Q::kBlock) * Q::kBlockBytes, i0 % Q::kBlock);  // d * q
+//   Q::quantize(floats, blk);                                                    // 32 floats -> one block
+//
+// Every conversion is bit-exact with the reference in ggml-lite/src/quants/q8_0.cpp: d is read as
+// an IEEE half and multiplied once; the quantizer uses explicitly rounded operations so no
+// contraction or approximate division can change a quant. Blocks are 34 bytes, so only 2-byte
+// alignment holds: quants are read as 16-bit words.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ggml-lite/dtype.h"
+
+namespace gl::cuda {
+
+template <DType T>
+struct QuantTraits;  // one specialisation per quantized type, in quants/<type>.cuh
+
+template <>
+struct QuantTraits<DType::Q8_0> {
+  static constexpr DType kType = DType::Q8_0;
+  static constexpr int kBlock = kQ8_0Block;
+  static constexpr int kBlockBytes = kQ8_0BlockBytes;
+
+  __device__ static float scale(const char* blk) {
+    return __half2float(__ushort_as_half(*reinterpret_cast<const uint16_t*>(blk)));
+  }
+  __device__ static const int8_t* quants(const char* blk) {
+    return static_cast<const int8_t*>(static_cast<const void*>(blk + offsetof(BlockQ8_0, qs)));
+  }
+
+  // Element i (0 .. kBlock-1) of the block at blk.
+  __device__ static float elem(const char* blk, int i) { return scale(blk) * static_cast<float>(quants(blk)[i]); }
+
+  // Elements 2p and 2p+1 of the block, each rounded to half once (the cuBLAS weight tiles): both
+  // quants come from one 16-bit read, so a warp's reads and half2 writes are coalesced.
+  __device__ static __half2 pair_f16(const char* blk, int p) {
+    const float d = scale(blk);
+    const uint16_t u = reinterpret_cast<const uint16_t*>(blk + offsetof(BlockQ8_0, qs))[p];
+    return __floats2half2_rn(d * static_cast<float>(static_cast<int8_t>(u & 0xffu)),
+                             d * static_cast<float>(static_cast<int8_t>(u >> 8)));
+  }
+
+  // One block from kBlock floats: d = amax / 127, q = round-half-away(x * (1 / d)).
+  __device__ static void quantize(const float* x, char* blk) {
+    float amax = 0.0f;
+    for (int i = 0; i < kBlock; ++i) amax = fmaxf(amax, fabsf(x[i]));
+    const float d = __fdiv_rn(amax, 127.0f);
+    const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+    *reinterpret_cast<uint16_t*>(blk) = __half_as_ushort(__float2half_rn(d));
+    auto* qs = static_cast<int8_t*>(static_cast<void*>(blk + offsetof(BlockQ8_0, qs)));
+    for (int i = 0; i < kBlock; ++i) qs[i] = static_cast<int8_t>(lroundf(__fmul_rn(x[i], id)));
+  }
+
+  // GEMV (matmul_gemv.cu): a chunk is a quarter block (8 quants) and the block's scale; rows are
+  // dense, the dot is d * sum(q x) over the chunk.
+  static constexpr int kChunk = 8;
+  struct Chunk {
+    float q[kChunk];
+    float d;
+  };
+  __device__ static void load_chunk(const char* row, int64_t c, Chunk& out) {
+    constexpr int kPerBlock = kBlock / kChunk;
+    const char* blk = row + (c / kPerBlock) * int64_t{kBlockBytes};
+    const uint16_t* qs = reinterpret_cast<const uint16_t*>(blk + offsetof(BlockQ8_0, qs) + (c % kPerBlock) * kChunk);
+    out.d = __half2float(__ushort_as_half(__ldg(reinterpret_cast<const uint16_t*>(blk))));
+#pragma unroll
+    for (int i = 0; i < kChunk / 2; ++i) {
+      const uint16_t u = __ldg(qs + i);
+      out.q[2 * i] = static_cast<float>(static_cast<int8_t>(u & 0xffu));
+      out.q[2 * i + 1] = static_cast<float>(static_cast<int8_t>(u >> 8));
+    }
+  }
+  __device__ static float dot_chunk(const Chunk& w, const float (&x)[kChunk], float acc) {
+    float s = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) s = fmaf(w.q[e], x[e], s);
+    return fmaf(w.d, s, acc);
+  }
+};
+
+}  // namespace gl::cuda
