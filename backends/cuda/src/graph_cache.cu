@@ -47,10 +47,12 @@ GraphCache::~GraphCache() {
   for (auto& [key, e] : graphs_) (void)cudaGraphExecDestroy(e.exec);  // at exit the runtime may be gone
 }
 
-Status GraphCache::run(std::span<Tensor* const> nodes, cudaStream_t stream, const std::function<Status()>& launch_all) {
+Status GraphCache::run(std::span<Tensor* const> nodes, cudaStream_t stream, uint64_t setting,
+                       const std::function<Status()>& launch_all) {
   if (!enabled_) return launch_all();
   signature(nodes, sig_);
   if (sig_.empty()) return {};
+  sig_.push_back(setting);
   const uint64_t key = key_of(sig_);
   auto [lo, hi] = graphs_.equal_range(key);
   for (auto it = lo; it != hi; ++it) {

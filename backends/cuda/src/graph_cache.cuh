@@ -1,7 +1,7 @@
 // graph_cache.cuh - replays a split's kernels as a CUDA graph when the same launches repeat.
 //
 //   GraphCache graphs(/*enabled=*/true);
-//   Status st = graphs.run(nodes, stream, [&] { return launch_all(nodes); });
+//   Status st = graphs.run(nodes, stream, /*setting=*/0, [&] { return launch_all(nodes); });
 //
 // A step graph (decode, verify, MTP draft) launches the same kernels with the same arguments
 // every time it runs with the same shapes: its inputs are written into fixed arena slots, so
@@ -35,8 +35,11 @@ class GraphCache {
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
 
-  // Runs the nodes on stream: a replay, a capture then replay, or launch_all() directly.
-  Status run(std::span<Tensor* const> nodes, cudaStream_t stream, const std::function<Status()>& launch_all);
+  // Runs the nodes on stream: a replay, a capture then replay, or launch_all() directly. setting:
+  // backend state that changes the launches without showing in the nodes (the precision); it
+  // joins the signature.
+  Status run(std::span<Tensor* const> nodes, cudaStream_t stream, uint64_t setting,
+             const std::function<Status()>& launch_all);
 
   int64_t n_replays() const { return n_replays_; }
   int64_t n_captures() const { return n_captures_; }
