@@ -43,6 +43,9 @@ class RestrictedBackend final : public Backend {
   bool supports(const Tensor& node) const override {
     return unsupported_.count(node.op) == 0 && !(declines && declines(node)) && inner_->supports(node);
   }
+  size_t workspace_size(const Tensor& node) const override { return inner_->workspace_size(node); }
+  void set_precision(Precision p) override { inner_->set_precision(p); }
+  Precision precision() const override { return inner_->precision(); }
   // The inner backend may check that tensors live in its own buffers: show it the bare memory.
   void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
     ++n_transfers;

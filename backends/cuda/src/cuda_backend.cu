@@ -108,6 +108,14 @@ bool supports_node(const Tensor& node) {
   return false;  // not reached: every op returns above
 }
 
+// Scratch of the entries that need some (kernels.cuh); the planner reserves it per node.
+size_t node_workspace(const Tensor& node) {
+  if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(node);
+  if (node.op == Op::GATED_DELTA_RULE) return gated_delta_rule_workspace(node);
+  if (node.op == Op::MUL_MAT_ID) return mul_mat_id_workspace(node);
+  return 0;
+}
+
 std::string describe(const Tensor& node) { return "node '" + node.name + "' (" + std::string(op_name(node.op)) + ")"; }
 
 class CudaBackend final : public Backend {
@@ -150,6 +158,7 @@ class CudaBackend final : public Backend {
   }
 
   bool supports(const Tensor& node) const override { return supports_node(node); }
+  size_t workspace_size(const Tensor& node) const override { return node_workspace(node); }
 
   // The caller may reuse src once this returns: small copies go through a pinned slot and are
   // only queued; large ones (weights) are waited for.

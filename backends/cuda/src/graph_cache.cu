@@ -30,6 +30,7 @@ void signature(std::span<Tensor* const> nodes, std::vector<uint64_t>& sig) {
     sig.push_back(static_cast<uint64_t>(n->op) << 8 | static_cast<uint64_t>(n->n_srcs()));
     sig.push_back(h.get());
     describe(sig, *n);
+    sig.push_back(ptr_word(n->workspace));  // a kernel argument too
     for (int i = 0; i < n->n_srcs(); ++i) describe(sig, *n->src[i]);
   }
 }

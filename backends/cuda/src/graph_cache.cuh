@@ -6,8 +6,9 @@
 // A step graph (decode, verify, MTP draft) launches the same kernels with the same arguments
 // every time it runs with the same shapes: its inputs are written into fixed arena slots, so
 // only their contents change. The cache keys a node list by its launch signature -- every
-// launched node's op, params, dtype, shape, strides and data pointer, and the same for each of
-// its sources -- which is exactly what the kernels' arguments are made of. A list seen for
+// launched node's op, params, dtype, shape, strides, data and workspace pointers, and the same
+// for each of its sources -- which is exactly what the kernels' arguments are made of. The
+// workspace sits in the arena at a planned offset, so a replay sees the same scratch pointer. A list seen for
 // the second time is captured into a CUDA graph; from then on an identical signature (compared
 // word for word, not only by hash) replays it with one launch. A list seen once runs eagerly, so
 // one-off shapes (a prompt's odd last chunk) cost no capture. Anything that breaks capture

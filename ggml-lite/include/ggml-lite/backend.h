@@ -57,8 +57,13 @@ class Backend {
   virtual bool is_host() const = 0;
   virtual size_t alignment() const = 0;
   virtual std::unique_ptr<Buffer> alloc_buffer(size_t bytes, BufferUsage usage) = 0;
-  // Whether this backend can compute the node (op, dtypes, shapes).
+  // Whether this backend can compute the node (op, dtypes, shapes). The scheduler places a node
+  // no given backend supports on the CPU, so a kernel never sees a node its backend declined.
   virtual bool supports(const Tensor& node) const = 0;
+  // Scratch bytes the backend's kernel for node needs beside the node's output (split-K
+  // partials, routing tables). The memory planner reserves them in this backend's arena for the
+  // node's step and sets node.workspace; kernels never allocate device memory themselves.
+  virtual size_t workspace_size(const Tensor& /*node*/) const { return 0; }
   // Bytes [off, off+n) of t's memory; t must live in this backend's buffer.
   virtual void set_tensor(Tensor& t, const void* src, size_t off, size_t n) = 0;
   virtual void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) = 0;
