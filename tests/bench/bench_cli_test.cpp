@@ -99,8 +99,8 @@ TEST(BenchCli, MarkdownTableAndGivenBandwidth) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("| model | type | backend | precision | test | t/s | ± | % floor | notes |"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | pp 8 |"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | tg 4 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | exact | pp 8 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | exact | tg 4 |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("at 10.0 GB/s (given)"), std::string::npos) << r.out;
 }
 
