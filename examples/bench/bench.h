@@ -24,6 +24,7 @@ struct Params {
   int n_ctx = 0;  // 0: enough for the tests
   int tg_prompt = 8;
   int greedy_chain = 8;  // tg rows: decode steps chained on the device (RunConfig::greedy_chain)
+  gl::Precision precision = gl::Precision::EXACT;  // RunConfig::precision; a column of the table
 };
 
 // Decode steps run untimed inside every tg / spec repetition before timing starts, so graph

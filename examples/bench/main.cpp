@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "bench.h"
@@ -68,6 +69,9 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--spec", p.spec, "MTP draft counts K for spec rows (list)")->delimiter(',')->check(CLI::Range(1, 16));
   app.add_option("--greedy-chain", p.greedy_chain, "tg rows: decode steps chained on the device per host round trip")
       ->check(CLI::Range(1, 64));
+  app.add_option("--precision", p.precision, "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, gl::Precision>{{"exact", gl::Precision::EXACT}, {"fast", gl::Precision::FAST}}));
   app.add_flag("--force-accept", p.force_accept,
                "spec rows accept every draft unchecked (loop ceiling; not the model's output)");
   app.add_option("-r,--repetitions", p.reps, "timed repetitions per row")
@@ -109,7 +113,8 @@ gl::Result<BackendSetup> make_backend(const Args& a) {
     if (gl::cuda::device_count() == 0) return gl::Error("--backend cuda: no CUDA device found");
     const gl::cuda::MemoryInfo mi = gl::cuda::memory_info(0);
     const std::string dev = fmt::format("cuda:0, {:.1f} GiB", static_cast<double>(mi.total) / (1 << 30));
-    return BackendSetup{gl::cuda::make_backend(), {.name = "cuda", .device = dev, .device_memory = true}};
+    return BackendSetup{gl::cuda::make_backend({.precision = a.params.precision}),
+                        {.name = "cuda", .device = dev, .device_memory = true}};
   }
 #else
   if (name == "cuda")

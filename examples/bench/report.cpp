@@ -82,16 +82,16 @@ void print_markdown_header(const Report& r) {
              bytes_text(m.weight_bytes_per_token), r.bandwidth_gbs,
              r.bandwidth_measured ? (r.backend.device_memory ? "measured device copy" : "measured memcpy") : "given",
              r.floor_tok_s);
-  fmt::print("| model | type | backend | test | t/s | ± | % floor | notes |\n");
-  fmt::print("|---|---|---|---|---:|---:|---:|---|\n");
+  fmt::print("| model | type | backend | precision | test | t/s | ± | % floor | notes |\n");
+  fmt::print("|---|---|---|---|---|---:|---:|---:|---|\n");
   std::fflush(stdout);
 }
 
 void print_markdown_row(const Report& r, const Row& row) {
   const std::string floor = row.floor_pct ? fmt::format("{:.1f}", *row.floor_pct) : "-";
   const std::string notes = row.spec ? spec_notes(*row.spec) : "";
-  fmt::print("| {} | {} | {} | {} | {:.2f} | {:.2f} | {} | {} |\n", r.model.name, r.model.type, r.backend.name,
-             row.test, row.tok_s, row.stddev, floor, notes);
+  fmt::print("| {} | {} | {} | {} | {} | {:.2f} | {:.2f} | {} | {} |\n", r.model.name, r.model.type, r.backend.name,
+             gl::precision_name(r.params.precision), row.test, row.tok_s, row.stddev, floor, notes);
   std::fflush(stdout);
 }
 
@@ -132,7 +132,8 @@ std::string to_json(const Report& r) {
         {"warmup", r.params.warmup},
         {"n_ctx", r.params.n_ctx},
         {"tg_prompt", r.params.tg_prompt},
-        {"force_accept", r.params.force_accept}}},
+        {"force_accept", r.params.force_accept},
+        {"precision", gl::precision_name(r.params.precision)}}},
       {"bandwidth_gbs", r.bandwidth_gbs},
       {"bandwidth_source", r.bandwidth_measured ? "measured" : "given"},
       {"floor_tok_s", r.floor_tok_s},

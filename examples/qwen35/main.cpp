@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 
 #include "ggml-lite/cpu.h"
@@ -38,6 +39,7 @@ struct Args {
   bool ignore_eos = false;
   int bench = 0;
   gl::SamplerParams sampling;
+  gl::Precision precision = gl::Precision::EXACT;
 };
 
 void add_options(CLI::App& app, Args& a) {
@@ -55,6 +57,9 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("-t,--threads", a.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   app.add_option("-c,--ctx", a.ctx, "context size")->check(CLI::PositiveNumber);
   app.add_option("-b,--batch", a.batch, "prefill chunk size")->check(CLI::PositiveNumber);
+  app.add_option("--precision", a.precision, "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, gl::Precision>{{"exact", gl::Precision::EXACT}, {"fast", gl::Precision::FAST}}));
   app.add_option("--backend", a.backend, "compute backend (auto: cuda when built with it and a GPU is present)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--dump-graph", a.dump_graph, "print a step graph as text and exit")
@@ -130,6 +135,7 @@ int run(const Args& a) {
   auto tok = gl::Tokenizer::from_gguf(m.gguf());
   if (!tok) return fmt::print(stderr, "qwen35: {}\n", tok.error()), 1;
   gl::qwen35::RunConfig cfg{.n_ctx = a.ctx, .n_batch = a.batch, .mtp_k = k, .sampling = a.sampling};
+  cfg.precision = a.precision;
   if (a.bench > 0) {
     if (!m.has_mtp()) return fmt::print(stderr, "qwen35: --bench-mtp needs a GGUF with MTP tensors\n"), 1;
     cfg.sampling = {};  // greedy, so every K must emit the same tokens

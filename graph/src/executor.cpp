@@ -236,7 +236,7 @@ Executor::Plan Executor::make_plan(const Graph& g, const SchedulePlan& sp) const
   plan.graph_id = g.id();
   const bool several = bs.size() > 1;
   for (size_t b = 0; b < bs.size(); ++b) {
-    plan.arenas[b].memory = plan_memory(g, bs[b]->alignment(), several ? static_cast<int>(b) : -1);
+    plan.arenas[b].memory = plan_memory(g, bs[b]->alignment(), several ? static_cast<int>(b) : -1, bs[b]);
   }
   std::vector<StagedRoot> roots;
   for (const Split& s : sp.splits) {

@@ -77,7 +77,8 @@ bool is_view(const Tensor& t) { return t.view_src != nullptr || (t.op != Op::NON
 
 class Planner {
  public:
-  Planner(const Graph& g, size_t alignment, int backend_id) : g_(g), alignment_(alignment), backend_id_(backend_id) {}
+  Planner(const Graph& g, size_t alignment, int backend_id, const Backend* backend)
+      : g_(g), alignment_(alignment), backend_id_(backend_id), backend_(backend) {}
 
   MemoryPlan run() {
     count_uses();
@@ -138,6 +139,7 @@ class Planner {
 
   void step(const Tensor& n) {
     if (is_planned(n) && !try_inplace(n)) allocate(n);
+    reserve_workspace(n);
     for (int i = 0; i < n.n_srcs(); ++i) {
       const Tensor* s = n.src[i];
       if (std::find(n.src.begin(), n.src.begin() + i, s) != n.src.begin() + i) continue;
@@ -145,6 +147,20 @@ class Planner {
       maybe_free(*s);
     }
     maybe_free(n);  // a result nobody reads (not an output) dies at once
+  }
+
+  // The node's scratch: a block taken while its output and sources are live, so it overlaps
+  // neither, and given back at once, since the next node runs only after this one is done.
+  void reserve_workspace(const Tensor& n) {
+    if (!backend_ || n.op == Op::NONE || is_view_op(n.op)) return;
+    if (backend_id_ >= 0 && n.backend_id != backend_id_) return;
+    const size_t bytes = backend_->workspace_size(n);
+    if (bytes == 0) return;
+    const size_t size = align_up(bytes, alignment_);
+    const size_t off = arena_.alloc(size);
+    plan_.workspaces[&n] = off;
+    plan_.naive_bytes += size;
+    arena_.release(off, size);
   }
 
   // Frees t once no consumer and no view needs it any more.
@@ -173,11 +189,17 @@ class Planner {
     };
     for (const Tensor* t : g_.leafs()) plan_.leaf_slots.push_back(slot(t));
     for (const Tensor* t : g_.nodes()) plan_.node_slots.push_back(slot(t));
+    for (const Tensor* t : g_.nodes()) {
+      auto it = plan_.workspaces.find(t);
+      plan_.workspace_slots.push_back(
+          it == plan_.workspaces.end() ? MemoryPlan::Slot{} : MemoryPlan::Slot{static_cast<int64_t>(it->second), 0});
+    }
   }
 
   const Graph& g_;
   size_t alignment_;
   int backend_id_;
+  const Backend* backend_;  // asked for node scratch; nullptr: none
   MemoryPlan plan_;
   FreeList arena_;
   std::unordered_map<const Tensor*, int> children_;  // consumers that have not run yet
@@ -195,15 +217,19 @@ void bind_one(Tensor& t, const MemoryPlan& plan, Buffer& arena) {
 
 }  // namespace
 
-MemoryPlan plan_memory(const Graph& g, size_t alignment, int backend_id) {
+MemoryPlan plan_memory(const Graph& g, size_t alignment, int backend_id, const Backend* backend) {
   GL_ASSERT(alignment > 0, "plan_memory: alignment must be positive");
-  return Planner(g, alignment, backend_id).run();
+  return Planner(g, alignment, backend_id, backend).run();
 }
 
 void bind_plan(const Graph& g, const MemoryPlan& plan, Buffer& arena) {
   GL_ASSERT(plan.arena_bytes <= arena.size(), "bind_plan: arena smaller than the plan");
   for (Tensor* t : g.leafs()) bind_one(*t, plan, arena);
   for (Tensor* t : g.nodes()) bind_one(*t, plan, arena);
+  for (Tensor* t : g.nodes()) {
+    if (auto it = plan.workspaces.find(t); it != plan.workspaces.end())
+      t->workspace = static_cast<char*>(arena.base()) + it->second;
+  }
   bind_views(g);
 }
 
@@ -224,6 +250,7 @@ void rekey_plan(MemoryPlan& plan, const Graph& g) {
             "rekey_plan: graph does not match the plan");
   plan.offsets.clear();
   plan.sizes.clear();
+  plan.workspaces.clear();
   auto put = [&](const Tensor* t, const MemoryPlan::Slot& s) {
     if (s.offset < 0) return;
     plan.offsets[t] = static_cast<size_t>(s.offset);
@@ -231,6 +258,10 @@ void rekey_plan(MemoryPlan& plan, const Graph& g) {
   };
   for (size_t i = 0; i < plan.leaf_slots.size(); ++i) put(g.leafs()[i], plan.leaf_slots[i]);
   for (size_t i = 0; i < plan.node_slots.size(); ++i) put(g.nodes()[i], plan.node_slots[i]);
+  for (size_t i = 0; i < plan.workspace_slots.size(); ++i) {
+    if (plan.workspace_slots[i].offset >= 0)
+      plan.workspaces[g.nodes()[i]] = static_cast<size_t>(plan.workspace_slots[i].offset);
+  }
 }
 
 }  // namespace gl

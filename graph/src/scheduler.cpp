@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "ggml-lite/cpu.h"
+
 namespace gl {
 namespace {
 
@@ -224,6 +226,12 @@ uint64_t cache_key(const Graph& g, std::span<Backend* const> backends) {
 Scheduler::Scheduler(std::vector<Backend*> backends) : backends_(std::move(backends)) {
   GL_ASSERT(!backends_.empty(), "Scheduler: needs at least one backend");
   for (Backend* b : backends_) GL_ASSERT(b != nullptr, "Scheduler: null backend");
+  // Placement falls back to the last backend; without a host one nothing could take the nodes a
+  // device declines, so the CPU (which supports every node) joins last.
+  if (std::none_of(backends_.begin(), backends_.end(), [](const Backend* b) { return b->is_host(); })) {
+    implicit_cpu_ = cpu::make_backend();
+    backends_.push_back(implicit_cpu_.get());
+  }
 }
 
 SchedulePlan Scheduler::make_plan(const Graph& g) const {

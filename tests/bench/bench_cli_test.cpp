@@ -73,6 +73,7 @@ TEST(BenchCli, SynthTinyJsonHasTheRows) {
   EXPECT_EQ(j["model"]["name"], "tiny");
   EXPECT_EQ(j["model"]["type"], "q8_0");
   EXPECT_EQ(j["backend"]["name"], "cpu");
+  EXPECT_EQ(j["params"]["precision"], "exact");
   EXPECT_GT(j["model"]["weight_bytes_per_token"].get<double>(), 0);
   EXPECT_LT(j["model"]["weight_bytes_per_token"].get<double>(), j["model"]["model_bytes"].get<double>());
   EXPECT_GT(j["bandwidth_gbs"].get<double>(), 0);
@@ -96,9 +97,10 @@ TEST(BenchCli, SynthTinyJsonHasTheRows) {
 TEST(BenchCli, MarkdownTableAndGivenBandwidth) {
   const BenchRun r = bench("--synth tiny-moe --backend cpu -t 1 -p 8 -n 4 -r 1 --warmup 0 --bandwidth 10");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("| model | type | backend | test | t/s | ± | % floor | notes |"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | pp 8 |"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | tg 4 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| model | type | backend | precision | test | t/s | ± | % floor | notes |"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | exact | pp 8 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | exact | tg 4 |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("at 10.0 GB/s (given)"), std::string::npos) << r.out;
 }
 

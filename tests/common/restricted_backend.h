@@ -2,12 +2,14 @@
 //
 //   test::RestrictedBackend a(cpu::make_backend(), {Op::SILU}, /*host=*/false);  // pretends to be a device
 //   Executor ex({&a, cpu.get()});   // SILU falls back to the CPU with staged copies
+//   a.declines = [](const Tensor& n) { return n.op == Op::MUL_MAT && n.src[0]->type == DType::F16; };
 //
 // Its buffers are its own (tensors in them belong to it, not to the inner backend), it can claim
 // to be a device backend (is_host() false) and a different alignment, and it counts transfers.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -39,8 +41,11 @@ class RestrictedBackend final : public Backend {
     return b ? std::make_unique<Owned>(*this, std::move(b)) : nullptr;
   }
   bool supports(const Tensor& node) const override {
-    return unsupported_.count(node.op) == 0 && inner_->supports(node);
+    return unsupported_.count(node.op) == 0 && !(declines && declines(node)) && inner_->supports(node);
   }
+  size_t workspace_size(const Tensor& node) const override { return inner_->workspace_size(node); }
+  void set_precision(Precision p) override { inner_->set_precision(p); }
+  Precision precision() const override { return inner_->precision(); }
   // The inner backend may check that tensors live in its own buffers: show it the bare memory.
   void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
     ++n_transfers;
@@ -63,6 +68,8 @@ class RestrictedBackend final : public Backend {
   void synchronize() override { inner_->synchronize(); }
 
   int n_transfers = 0;
+  // Nodes declined beyond the unsupported ops, e.g. one (op, dtype) pair.
+  std::function<bool(const Tensor&)> declines;
 
  private:
   class Owned final : public Buffer {

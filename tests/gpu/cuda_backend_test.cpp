@@ -15,6 +15,7 @@
 #include "ggml-lite/context.h"
 #include "ggml-lite/cpu.h"
 #include "ggml-lite/cuda.h"
+#include "ggml-lite/diag.h"
 #include "ggml-lite/executor.h"
 
 namespace gl {
@@ -192,7 +193,7 @@ TEST(CudaGraphs, ReplaysMatchEagerLaunchesAndFollowNewPointers) {
     EXPECT_EQ(rc.run(exc, xs), re.run(exe, xs)) << "run " << r;
   }
   const cuda::GraphStats st = cuda::graph_stats(*captured);
-  if (std::getenv("GL_CUDA_GRAPHS") == nullptr) {
+  if (!diag_env(Diag::CUDA_GRAPHS_OFF)) {
     EXPECT_EQ(st.captures, 1);  // run 0 eager, run 1 captured, runs 2..4 replayed
     EXPECT_EQ(st.replays, 3);
   }

@@ -13,6 +13,7 @@
 
 #include "fake_backend.h"
 #include "ggml-lite/context.h"
+#include "ggml-lite/diag.h"
 #include "ggml-lite/dump.h"
 #include "ggml-lite/scheduler.h"
 
@@ -54,7 +55,7 @@ TEST(Dump, TextMatchesGolden) {
   const std::string actual = os.str();
 
   // Diagnostic switch only: GL_UPDATE_GOLDEN=1 rewrites the golden from this run.
-  if (const char* upd = std::getenv("GL_UPDATE_GOLDEN"); upd && std::string(upd) == "1") {
+  if (diag_env(Diag::UPDATE_GOLDEN)) {
     std::filesystem::create_directories(golden_path().parent_path());
     std::ofstream(golden_path(), std::ios::binary) << actual;
     GTEST_SKIP() << "rewrote " << golden_path();

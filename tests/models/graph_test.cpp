@@ -8,6 +8,7 @@
 
 #include "fixture.h"
 #include "ggml-lite/cpu.h"
+#include "ggml-lite/diag.h"
 #include "ggml-lite/dump.h"
 
 namespace gl::test {
@@ -69,7 +70,7 @@ std::string dump(const qwen35::StepGraph& g) {
 void check_golden(const std::string& name, const std::string& actual) {
   const auto path = std::filesystem::path(GL_SOURCE_DIR) / "tests" / "models" / "golden" / (name + ".txt");
   // Diagnostic switch only: GL_UPDATE_GOLDEN=1 rewrites the goldens from this run.
-  if (const char* upd = std::getenv("GL_UPDATE_GOLDEN"); upd && std::string(upd) == "1") {
+  if (diag_env(Diag::UPDATE_GOLDEN)) {
     std::filesystem::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary) << actual;
     GTEST_SKIP() << "rewrote " << path;

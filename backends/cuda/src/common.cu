@@ -1,19 +1,15 @@
 // common.cu - where the checking macros of common.cuh end when a CUDA or cuBLAS call fails, and
-// the environment switches of the backend.
+// the dependent-launch switch.
 #include "common.cuh"
 
 #include <cstdlib>
-#include <cstring>
+
+#include "ggml-lite/diag.h"
 
 namespace gl::cuda {
 
-bool env_is(const char* name, const char* value) {
-  const char* e = std::getenv(name);
-  return e && std::strcmp(e, value) == 0;
-}
-
 bool pdl_enabled() {
-  static const bool on = !env_is("GL_CUDA_PDL", "0");
+  static const bool on = !diag_env(Diag::CUDA_PDL_OFF);  // read once: every launch asks
   return on;
 }
 

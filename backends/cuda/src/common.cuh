@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "ggml-lite/backend.h"
 #include "ggml-lite/tensor.h"
 
 namespace gl::cuda {
@@ -35,8 +36,6 @@ namespace gl::cuda {
 __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
-// Whether environment variable name is set to exactly value (the GL_CUDA_* diagnostic switches).
-bool env_is(const char* name, const char* value);
 // Whether kernels are launched as programmatic dependents (GL_CUDA_PDL=0 turns it off).
 bool pdl_enabled();
 
@@ -61,11 +60,13 @@ void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t st
   GL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
 }
 
-// What a kernel entry needs: the stream to launch on and the cuBLAS handle bound to it.
+// What a kernel entry needs: the stream to launch on, the cuBLAS handle bound to it, and the
+// run's precision (which GEMM path 16-bit weights take, see matmul.cu).
 struct Ctx {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   int device = 0;
+  Precision precision = Precision::EXACT;
 };
 
 }  // namespace gl::cuda

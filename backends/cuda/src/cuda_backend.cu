@@ -9,6 +9,7 @@
 #include "common.cuh"
 #include "device.cuh"
 #include "ggml-lite/cuda.h"
+#include "ggml-lite/diag.h"
 #include "graph_cache.cuh"
 #include "ops/kernels.cuh"
 #include "profiler.cuh"
@@ -26,9 +27,9 @@ constexpr size_t kStagingBytes = size_t{64} << 20;
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 // GL_CUDA_GRAPHS=0 turns capture off (for A/B timing and for debugging a kernel eagerly).
-bool graphs_enabled(bool requested) { return requested && !env_is("GL_CUDA_GRAPHS", "0"); }
+bool graphs_enabled(bool requested) { return requested && !diag_env(Diag::CUDA_GRAPHS_OFF); }
 // GL_CUDA_FUSION=0 launches every node on its own (A/B of the fused pairs).
-bool fusion_enabled() { return !env_is("GL_CUDA_FUSION", "0"); }
+bool fusion_enabled() { return !diag_env(Diag::CUDA_FUSION_OFF); }
 
 // The one dispatch switch: no default, so a new op fails to compile here.
 void launch(const Ctx& ctx, Tensor& node) {
@@ -107,6 +108,14 @@ bool supports_node(const Tensor& node) {
   return false;  // not reached: every op returns above
 }
 
+// Scratch of the entries that need some (kernels.cuh); the planner reserves it per node.
+size_t node_workspace(const Tensor& node) {
+  if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(node);
+  if (node.op == Op::GATED_DELTA_RULE) return gated_delta_rule_workspace(node);
+  if (node.op == Op::MUL_MAT_ID) return mul_mat_id_workspace(node);
+  return 0;
+}
+
 std::string describe(const Tensor& node) { return "node '" + node.name + "' (" + std::string(op_name(node.op)) + ")"; }
 
 class CudaBackend final : public Backend {
@@ -115,6 +124,7 @@ class CudaBackend final : public Backend {
       : pool_(std::make_shared<Pool>(opt.device)), graphs_(graphs_enabled(opt.graphs)), staging_(kStagingBytes) {
     DeviceScope on(opt.device);
     ctx_.device = opt.device;
+    ctx_.precision = opt.precision;
     GL_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking));
     GL_CUBLAS_CHECK(cublasCreate(&ctx_.cublas));
     GL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream));
@@ -148,6 +158,7 @@ class CudaBackend final : public Backend {
   }
 
   bool supports(const Tensor& node) const override { return supports_node(node); }
+  size_t workspace_size(const Tensor& node) const override { return node_workspace(node); }
 
   // The caller may reuse src once this returns: small copies go through a pinned slot and are
   // only queued; large ones (weights) are waited for.
@@ -195,13 +206,18 @@ class CudaBackend final : public Backend {
         return Error("cuda: " + describe(*node) + " has no memory");
     if (prof_.enabled()) return launch_all(nodes);  // per-node events: no capture
     prof_.step_begin(ctx_.stream);
-    return graphs_.run(nodes, ctx_.stream, [&] { return launch_all(nodes); });
+    // The precision picks kernels without showing in the nodes: part of the replay key.
+    const auto setting = static_cast<uint64_t>(ctx_.precision);
+    return graphs_.run(nodes, ctx_.stream, setting, [&] { return launch_all(nodes); });
   }
 
   void synchronize() override {
     DeviceScope on(ctx_.device);
     sync();
   }
+
+  void set_precision(Precision p) override { ctx_.precision = p; }
+  Precision precision() const override { return ctx_.precision; }
 
   const GraphCache& graphs() const { return graphs_; }
 

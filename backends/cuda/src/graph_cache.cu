@@ -30,6 +30,7 @@ void signature(std::span<Tensor* const> nodes, std::vector<uint64_t>& sig) {
     sig.push_back(static_cast<uint64_t>(n->op) << 8 | static_cast<uint64_t>(n->n_srcs()));
     sig.push_back(h.get());
     describe(sig, *n);
+    sig.push_back(ptr_word(n->workspace));  // a kernel argument too
     for (int i = 0; i < n->n_srcs(); ++i) describe(sig, *n->src[i]);
   }
 }
@@ -47,10 +48,12 @@ GraphCache::~GraphCache() {
   for (auto& [key, e] : graphs_) (void)cudaGraphExecDestroy(e.exec);  // at exit the runtime may be gone
 }
 
-Status GraphCache::run(std::span<Tensor* const> nodes, cudaStream_t stream, const std::function<Status()>& launch_all) {
+Status GraphCache::run(std::span<Tensor* const> nodes, cudaStream_t stream, uint64_t setting,
+                       const std::function<Status()>& launch_all) {
   if (!enabled_) return launch_all();
   signature(nodes, sig_);
   if (sig_.empty()) return {};
+  sig_.push_back(setting);
   const uint64_t key = key_of(sig_);
   auto [lo, hi] = graphs_.equal_range(key);
   for (auto it = lo; it != hi; ++it) {

@@ -1,13 +1,14 @@
 // graph_cache.cuh - replays a split's kernels as a CUDA graph when the same launches repeat.
 //
 //   GraphCache graphs(/*enabled=*/true);
-//   Status st = graphs.run(nodes, stream, [&] { return launch_all(nodes); });
+//   Status st = graphs.run(nodes, stream, /*setting=*/0, [&] { return launch_all(nodes); });
 //
 // A step graph (decode, verify, MTP draft) launches the same kernels with the same arguments
 // every time it runs with the same shapes: its inputs are written into fixed arena slots, so
 // only their contents change. The cache keys a node list by its launch signature -- every
-// launched node's op, params, dtype, shape, strides and data pointer, and the same for each of
-// its sources -- which is exactly what the kernels' arguments are made of. A list seen for
+// launched node's op, params, dtype, shape, strides, data and workspace pointers, and the same
+// for each of its sources -- which is exactly what the kernels' arguments are made of. The
+// workspace sits in the arena at a planned offset, so a replay sees the same scratch pointer. A list seen for
 // the second time is captured into a CUDA graph; from then on an identical signature (compared
 // word for word, not only by hash) replays it with one launch. A list seen once runs eagerly, so
 // one-off shapes (a prompt's odd last chunk) cost no capture. Anything that breaks capture
@@ -35,8 +36,11 @@ class GraphCache {
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
 
-  // Runs the nodes on stream: a replay, a capture then replay, or launch_all() directly.
-  Status run(std::span<Tensor* const> nodes, cudaStream_t stream, const std::function<Status()>& launch_all);
+  // Runs the nodes on stream: a replay, a capture then replay, or launch_all() directly. setting:
+  // backend state that changes the launches without showing in the nodes (the precision); it
+  // joins the signature.
+  Status run(std::span<Tensor* const> nodes, cudaStream_t stream, uint64_t setting,
+             const std::function<Status()>& launch_all);
 
   int64_t n_replays() const { return n_replays_; }
   int64_t n_captures() const { return n_captures_; }

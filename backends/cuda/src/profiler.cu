@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common.cuh"
+#include "ggml-lite/diag.h"
 
 namespace gl::cuda {
 namespace {
@@ -30,8 +31,8 @@ std::string key_of(const Tensor& n) {
 }  // namespace
 
 Profiler::Profiler() {
-  enabled_ = env_is("GL_CUDA_PROFILE", "1");
-  timing_ = env_is("GL_CUDA_TIMING", "1");
+  enabled_ = diag_env(Diag::CUDA_PROFILE);
+  timing_ = diag_env(Diag::CUDA_TIMING);
   if (timing_)
     for (cudaEvent_t& e : step_ev_) GL_CUDA_CHECK(cudaEventCreate(&e));
 }

@@ -2,16 +2,19 @@
 //
 //   std::unique_ptr<gl::Backend> cpu = gl::cpu::make_backend({.n_threads = 2});
 //   auto buf = cpu->alloc_buffer(1 << 20, gl::BufferUsage::COMPUTE);
+//   buf->bind(*x, 0);
 //   cpu->set_tensor(*x, host_data, 0, gl::nbytes(*x));
-//   GL_TRY(cpu->compute(graph, nodes));   // one split: nodes placed on this backend
+//   GL_TRY(cpu->compute(nodes));   // one split: nodes placed on this backend, in order
+//   cpu->set_precision(gl::Precision::FAST);   // a per-run choice; the CPU stays exact
 //
 // A backend computes whole node lists (a split) so it can fuse and capture;
 // it never sees a model. Buffers are raw device memory; the planner places
-// tensors inside them.
+// tensors inside them. Usually an Executor (executor.h) drives all of this.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -21,6 +24,14 @@
 namespace gl {
 
 enum class BufferUsage : uint8_t { ANY, WEIGHTS, COMPUTE };
+
+// How a run trades accuracy for speed where a backend has the choice. EXACT: results as close to
+// the CPU reference as the backend can get (CUDA: 16-bit GEMMs split the activations into two
+// rounded halves, two GEMMs). FAST: one rounding of the activations, one GEMM (faster prefill,
+// ~1e-2 relative logit error with BF16 weights). Backends without the choice are always exact.
+enum class Precision : uint8_t { EXACT, FAST };
+std::string_view precision_name(Precision p);                      // "exact", "fast"
+std::optional<Precision> precision_from_name(std::string_view s);  // inverse; nullopt if unknown
 
 class Backend;
 
@@ -46,8 +57,13 @@ class Backend {
   virtual bool is_host() const = 0;
   virtual size_t alignment() const = 0;
   virtual std::unique_ptr<Buffer> alloc_buffer(size_t bytes, BufferUsage usage) = 0;
-  // Whether this backend can compute the node (op, dtypes, shapes).
+  // Whether this backend can compute the node (op, dtypes, shapes). The scheduler places a node
+  // no given backend supports on the CPU, so a kernel never sees a node its backend declined.
   virtual bool supports(const Tensor& node) const = 0;
+  // Scratch bytes the backend's kernel for node needs beside the node's output (split-K
+  // partials, routing tables). The memory planner reserves them in this backend's arena for the
+  // node's step and sets node.workspace; kernels never allocate device memory themselves.
+  virtual size_t workspace_size(const Tensor& /*node*/) const { return 0; }
   // Bytes [off, off+n) of t's memory; t must live in this backend's buffer.
   virtual void set_tensor(Tensor& t, const void* src, size_t off, size_t n) = 0;
   virtual void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) = 0;
@@ -57,6 +73,10 @@ class Backend {
   // Computes the nodes in order (a split); view nodes are skipped.
   virtual Status compute(std::span<Tensor* const> nodes) = 0;
   virtual void synchronize() = 0;
+  // The precision of the splits computed from now on (see Precision). The default ignores it:
+  // the backend has one, exact, path.
+  virtual void set_precision(Precision) {}
+  virtual Precision precision() const { return Precision::EXACT; }
 };
 
 }  // namespace gl

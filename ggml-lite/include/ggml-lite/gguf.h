@@ -9,7 +9,7 @@
 //   gl::GgufFile out;                                     // build and write a whole file
 //   out.set("general.architecture", "qwen35");
 //   out.set("qwen35.block_count", uint32_t{24});
-//   GL_TRY(out.add_tensor("x", gl::DType::F32, {4, 2}, floats));  // data kept by the caller
+//   GL_TRY(out.add_tensor("x", gl::DType::F32, {4, 2}, floats.data()));  // data kept by the caller
 //   GL_TRY(out.write("out.gguf"));
 //
 //   gl::GgufWriter w("big.gguf");                         // stream data one tensor at a time

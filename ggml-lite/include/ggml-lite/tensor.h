@@ -51,6 +51,9 @@ struct Tensor {
   Buffer* buffer = nullptr;   // buffer that holds data
   int backend_id = -1;        // set by the scheduler
   int64_t arena_offset = -1;  // set by the memory planner (-1: not in an arena)
+  // Scratch of workspace_size(node) bytes that the node's backend kernel may use while the node
+  // runs (Backend::workspace_size); set by the memory planner, nullptr when none was declared.
+  void* workspace = nullptr;
 
   int n_srcs() const {
     int n = 0;

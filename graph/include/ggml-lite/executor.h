@@ -1,6 +1,7 @@
 // executor.h - runs graphs: schedule, plan memory, allocate, compute.
 //
 //   gl::Executor ex({cuda.get(), cpu.get()});   // priority order, the fallback backend last
+//   // gl::Executor ex({cuda.get()}) works too: the scheduler adds a CPU fallback itself.
 //   gl::Graph g = gl::Graph::build({y});
 //   GL_TRY(ex.allocate(g));          // inputs now have data pointers
 //   ex.set_input(*x, xs.data());     // host -> x, on whichever backend x lives
@@ -10,7 +11,8 @@
 // Plans are cached per graph fingerprint (and where the leafs live), so a step
 // graph rebuilt with the same shapes is neither re-scheduled nor re-planned.
 // Each backend has its own arena, planned separately (plan_memory with its
-// backend id); an arena grows to the largest plan seen and is reused. A graph
+// backend id, which also places each node's kernel scratch, Backend::workspace_size);
+// an arena grows to the largest plan seen and is reused. A graph
 // allocated before an arena grew must be allocated again; compute() reports it
 // instead of reading freed memory.
 //

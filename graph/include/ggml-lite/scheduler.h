@@ -2,7 +2,12 @@
 //
 //   gl::Scheduler sched({cuda.get(), cpu.get()});   // priority order, CPU last
 //   const gl::SchedulePlan& plan = sched.schedule(graph);   // cached by fingerprint
-//   for (const gl::Split& s : plan.splits) s.backend->compute(s.nodes);
+//   for (const gl::Split& s : plan.splits) GL_TRY(s.backend->compute(s.nodes));
+//
+// The CPU is always present: when none of the given backends is a host backend
+// (gl::Scheduler sched({cuda.get()})), the scheduler makes a CPU backend of its
+// own and appends it as the fallback, so a node the device does not support
+// runs on the CPU instead of reaching a kernel that cannot run it.
 //
 // Placement passes, in order:
 //   1. a node whose weights live in a backend's buffer goes to that backend
@@ -21,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -48,16 +54,21 @@ struct SchedulePlan {
 
 class Scheduler {
  public:
+  // backends in priority order; a CPU fallback is appended when none is a host backend.
   explicit Scheduler(std::vector<Backend*> backends);
   // Plans (or returns the cached plan for) this graph and writes backend_id
   // into every node and leaf.
   const SchedulePlan& schedule(const Graph& g);
   int n_cached() const { return static_cast<int>(cache_.size()); }
   int n_planned() const { return n_planned_; }
+  // The backends in use: the given ones, then the implicit CPU fallback if one was added.
   std::span<Backend* const> backends() const { return backends_; }
+  // The CPU backend the scheduler added itself (nullptr when a host backend was given).
+  Backend* implicit_fallback() const { return implicit_cpu_.get(); }
 
  private:
   SchedulePlan make_plan(const Graph& g) const;
+  std::unique_ptr<Backend> implicit_cpu_;  // before backends_: it must outlive the pointer there
   std::vector<Backend*> backends_;
   std::unordered_map<uint64_t, SchedulePlan> cache_;
   int n_planned_ = 0;

@@ -34,6 +34,7 @@ double SpecStats::mean_accepted_len() const {
 
 Session::Session(const Model& m, Backend& backend, const RunConfig& cfg)
     : m_(m), cfg_(cfg), runner_(m, backend, cfg.n_ctx, cfg.kv_bucket), sampler_(cfg.sampling) {
+  backend.set_precision(cfg.precision);
   if (cfg.mtp_k > 0) {
     mtp_ = std::make_unique<MtpCache>(m, cfg.n_ctx, std::max(cfg.n_batch, cfg.mtp_k + 1), backend);
     runner_.set_hidden_sink(mtp_->h_trunk);

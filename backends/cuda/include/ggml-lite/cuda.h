@@ -1,8 +1,8 @@
 // cuda.h - the CUDA backend.
 //
-//   auto gpu = gl::cuda::make_backend();            // device 0
-//   auto cpu = gl::cpu::make_backend();
-//   gl::Executor ex({gpu.get(), cpu.get()});        // ops CUDA lacks fall back to the CPU
+//   auto gpu = gl::cuda::make_backend();            // device 0, Precision::EXACT
+//   gl::Executor ex({gpu.get()});                   // ops CUDA lacks run on a CPU the scheduler adds
+//   auto fast = gl::cuda::make_backend({.device = 0, .precision = gl::Precision::FAST});
 //
 // Every CUDA and cuBLAS call is checked; kernels are launched on the backend's stream and a
 // launch error is reported per node, naming it. A split whose launches repeat exactly (a step
@@ -21,6 +21,9 @@ namespace gl::cuda {
 struct Options {
   int device = 0;
   bool graphs = true;  // capture and replay repeated splits as CUDA graphs
+  // Until set_precision() says otherwise: EXACT splits 16-bit GEMM activations (two GEMMs), FAST
+  // rounds them once (one GEMM, faster prefill).
+  Precision precision = Precision::EXACT;
 };
 
 std::unique_ptr<Backend> make_backend(const Options& opt = {});

@@ -225,12 +225,15 @@ __global__ void merge_kernel(AttnArgs a) {
   store_plain(a.out.type, a.out.data + d * a.out.nb[0] + h * a.out.nb[1] + t * a.out.nb[2], o * inv);
 }
 
+// Blocks per query row: one per key tile for a few rows (decode, verify), else one.
+int64_t n_split_of(const Tensor& q, const Tensor& k) {
+  return q.ne[2] <= kSplitMaxRows ? mm::ceil_div<int64_t>(k.ne[2], kTile) : 1;
+}
+
 template <int EPL, int G, bool kVec>
-void launch(const Ctx& ctx, AttnArgs a) {
-  const int64_t h = a.q.ne[1], t = a.q.ne[2], n_tiles = mm::ceil_div<int64_t>(a.k.ne[2], kTile);
-  a.n_split = t <= kSplitMaxRows ? n_tiles : 1;
-  mm::Scratch part(ctx.stream, a.n_split > 1 ? static_cast<size_t>(t * h * a.n_split * (a.v.ne[0] + 2)) * 4 : 0);
-  a.part = part.as<float>();
+void launch(const Ctx& ctx, const AttnArgs& a) {
+  const int64_t h = a.q.ne[1], t = a.q.ne[2];
+  GL_ASSERT(a.n_split == 1 || a.part != nullptr, "cuda flash_attn: split path without its planned workspace");
   const dim3 grid(static_cast<unsigned>(a.n_split), static_cast<unsigned>(h / G), static_cast<unsigned>(t));
   attn_kernel<EPL, G, kVec><<<grid, kThreads, 0, ctx.stream>>>(a);
   if (a.n_split > 1)
@@ -273,13 +276,20 @@ void flash_attn(const Ctx& ctx, Tensor& dst) {
              p.causal,
              p.scale,
              q.ne[1] / k.ne[1],
-             1,
-             nullptr};
+             n_split_of(q, k),
+             static_cast<float*>(dst.workspace)};
   const bool vec = vec_kv(k, v);
   if (q.ne[0] <= 32) return launch_group<1, false>(ctx, a);
   if (q.ne[0] <= 64) return launch_group<2, false>(ctx, a);
   if (q.ne[0] <= 128) return vec ? launch_group<4, true>(ctx, a) : launch_group<4, false>(ctx, a);
   vec ? launch_group<8, true>(ctx, a) : launch_group<8, false>(ctx, a);
+}
+
+size_t flash_attn_workspace(const Tensor& dst) {
+  const Tensor& q = *dst.src[0];
+  const int64_t n_split = n_split_of(q, *dst.src[1]);
+  if (n_split == 1 || nelements(dst) == 0) return 0;
+  return static_cast<size_t>(q.ne[2] * q.ne[1] * n_split * (dst.src[2]->ne[0] + 2)) * sizeof(float);
 }
 
 bool supports_flash_attn(const Tensor& node) {

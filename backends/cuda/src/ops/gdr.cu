@@ -128,6 +128,14 @@ bool chunked_inputs(const Tensor& dst) {
   return true;
 }
 
+// Whether gated_delta_rule hands the node to the chunked form (one final state, prefill lengths).
+bool takes_chunked(const Tensor& dst) {
+  const Tensor& v = *dst.src[2];
+  const int64_t n_tokens = dst.src[0]->ne[2];
+  if (n_tokens == 0 || v.ne[0] == 0 || v.ne[1] == 0) return false;
+  return dst.p<GdrParams>().n_states == 1 && n_tokens >= kChunkedMinTokens && chunked_inputs(dst);
+}
+
 template <int kRows>
 void launch(const Ctx& ctx, const GdrArgs& a) {
   const dim3 grid(static_cast<unsigned>(mm::ceil_div<int64_t>(a.dv, kWarp)), static_cast<unsigned>(a.hv));
@@ -136,6 +144,10 @@ void launch(const Ctx& ctx, const GdrArgs& a) {
 }
 
 }  // namespace
+
+size_t gated_delta_rule_workspace(const Tensor& dst) {
+  return takes_chunked(dst) ? gated_delta_rule_chunked_workspace(dst) : 0;
+}
 
 void gated_delta_rule(const Ctx& ctx, Tensor& dst) {
   const Tensor& q = *dst.src[0];
@@ -154,8 +166,7 @@ void gated_delta_rule(const Ctx& ctx, Tensor& dst) {
                   dst.p<GdrParams>().n_states,
                   static_cast<float*>(dst.data)};
   if (a.n_tokens == 0 || a.dv == 0 || a.hv == 0) return;
-  if (a.n_states == 1 && a.n_tokens >= kChunkedMinTokens && chunked_inputs(dst))
-    return gated_delta_rule_chunked(ctx, dst);
+  if (takes_chunked(dst)) return gated_delta_rule_chunked(ctx, dst);
   // Rows per thread: Dk split over the warps, rounded up to a power of two.
   const int64_t rows = mm::ceil_div<int64_t>(a.dk, kGdrWarps);
   if (rows <= 1) return launch<1>(ctx, a);

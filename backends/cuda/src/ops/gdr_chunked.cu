@@ -516,6 +516,15 @@ ChunkArgs pass_args(const ChunkArgs& a, int64_t t_begin, int64_t n) {
 
 }  // namespace
 
+size_t gated_delta_rule_chunked_workspace(const Tensor& dst) {
+  ChunkArgs a{};
+  a.dkp = round_up(dst.src[0]->ne[0], 8);
+  a.dvp = round_up(dst.src[2]->ne[0], kOutTv);
+  a.hv = static_cast<int>(dst.src[2]->ne[1]);
+  const int64_t pass_chunks = mm::ceil_div<int64_t>(std::min(dst.src[0]->ne[2], kPassTokens), kC);
+  return sizeof(float) * static_cast<size_t>(scratch_floats(a, pass_chunks));
+}
+
 void gated_delta_rule_chunked(const Ctx& ctx, Tensor& dst) {
   const Tensor& q = *dst.src[0];
   const Tensor& v = *dst.src[2];
@@ -536,18 +545,17 @@ void gated_delta_rule_chunked(const Ctx& ctx, Tensor& dst) {
   a.hv = static_cast<int>(v.ne[1]);
   a.dkp = round_up(a.dk, 8);
   a.dvp = round_up(a.dv, kOutTv);
+  GL_ASSERT(dst.workspace != nullptr, "[gated_delta_rule] chunked form without its planned workspace");
   a.o = static_cast<float*>(dst.data);
   a.s_out = a.o + q.ne[2] * a.hv * a.dv;
 
   // Long inputs go in passes of kPassTokens, each starting from the state the last one wrote
   // (same block, same columns), so the scratch stays bounded (~100 MB at Qwen3.5-9B's shape).
   const int64_t n_tokens = q.ne[2];
-  const int64_t pass_chunks = mm::ceil_div<int64_t>(std::min(n_tokens, kPassTokens), kC);
-  mm::Scratch scratch(ctx.stream, sizeof(float) * static_cast<size_t>(scratch_floats(a, pass_chunks)));
   for (int64_t t_begin = 0; t_begin < n_tokens; t_begin += kPassTokens) {
     ChunkArgs p = pass_args(a, t_begin, std::min(kPassTokens, n_tokens - t_begin));
     if (t_begin > 0) p.state = written_state(a);
-    place_scratch(p, scratch.as<float>());
+    place_scratch(p, static_cast<float*>(dst.workspace));
     const auto hv = static_cast<unsigned>(p.hv), nc = static_cast<unsigned>(p.n_chunks);
     launch(gdr_prep_kernel, dim3(nc, hv), kPrepThreads, prep_smem_floats(p.dkp), ctx, p);
     launch(gdr_scan_kernel, dim3(static_cast<unsigned>(p.dvp / kScanTv), hv), kScanThreads, scan_smem_floats(p.dkp),

@@ -50,6 +50,13 @@ void gated_delta_rule(const Ctx& ctx, Tensor& dst);  // GATED_DELTA_RULE
 // GATED_DELTA_RULE in chunked (WY) form: n_states == 1, F32 q, k, v, g, beta; gated_delta_rule picks it.
 void gated_delta_rule_chunked(const Ctx& ctx, Tensor& dst);
 
+// Scratch bytes an entry uses beside dst (Backend::workspace_size): the planner reserves them and
+// sets dst.workspace; 0 when the path the node takes needs none.
+size_t flash_attn_workspace(const Tensor& dst);
+size_t gated_delta_rule_workspace(const Tensor& dst);  // the chunked form's, when gated_delta_rule picks it
+size_t gated_delta_rule_chunked_workspace(const Tensor& dst);
+size_t mul_mat_id_workspace(const Tensor& dst);
+
 // Per family: can the entry compute this node (dtypes, layouts)? Unsupported nodes run on the CPU.
 bool supports_flash_attn(const Tensor& node);
 bool supports_elementwise(const Tensor& node);  // binary, unary, swiglu, norm, softmax, rope

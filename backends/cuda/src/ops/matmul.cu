@@ -199,12 +199,9 @@ const void* weight_tile(const Ctx& ctx, const Tensor& w, const WeightOperand& wa
 // (two GEMMs, the second accumulated), so prefill rows see ~16 significant bits of x, like the
 // F32 activations of the GEMV path, instead of the weight format's 8 (BF16) or 11 (F16). Measured
 // on the H200: BF16 fixture logits against the CPU 8.2e-5 / 2.5e-5 (dense / MoE) instead of
-// 1.65e-2 / 2.4e-2; 9B BF16 pp512 13.3k instead of 19.6k tok/s. GL_CUDA_FAST_GEMM=1 rounds the
+// 1.65e-2 / 2.4e-2; 9B BF16 pp512 13.3k instead of 19.6k tok/s. Precision::FAST rounds the
 // activations once (one GEMM).
-bool split_activations() {
-  static const bool split = !env_is("GL_CUDA_FAST_GEMM", "1");
-  return split;
-}
+bool split_activations(const Ctx& ctx) { return ctx.precision == Precision::EXACT; }
 
 // dst [N, M, B2, B3] = w^T x through cuBLAS, one GEMM per (weight batch, weight tile, i3).
 void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst) {
@@ -217,7 +214,7 @@ void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& ds
   ActOperand xb;
   const bool x_in_place = act_direct(x, gt, r2);
   const int64_t x_elems = k * m * b2 * b3;
-  const bool split = !x_in_place && split_activations();
+  const bool split = !x_in_place && split_activations(ctx);
   Scratch x_buf(ctx.stream, x_in_place ? 0 : static_cast<size_t>(x_elems) * gt.size * (split ? 2 : 1));
   if (x_in_place) {
     xb = {x.data, static_cast<int64_t>(x.nb[1]) / 4, static_cast<int64_t>(x.nb[2]) / 4,

@@ -105,7 +105,24 @@ __global__ void route_kernel(const char* ids, int64_t ids_nb0, int64_t ids_nb1, 
   if (tid == 0) *out.n_tiles = n_tiles;
 }
 
+// Tiles of the tiled path: full tiles of the slots plus one partial tile per expert at most.
+int64_t max_tiles_of(int64_t n_slots, int64_t n_experts) {
+  return ceil_div<int64_t>(n_slots, mm::kGemvMaxRows) + std::min(n_experts, n_slots);
+}
+
+// The routing tables of the tiled path (slots, then per tile its expert, first row and row
+// count, then the tile count): their length in int32 words, 0 for the direct path.
+int64_t route_words(const Tensor& dst) {
+  const Tensor& ids = *dst.src[2];
+  const int64_t n_used = ids.ne[0], n_tokens = ids.ne[1], n_experts = dst.src[0]->ne[2];
+  if (nelements(dst) == 0 || n_tokens <= kDirectMaxTokens) return 0;
+  const int64_t n_slots = n_used * n_tokens;
+  return n_slots + 3 * max_tiles_of(n_slots, n_experts) + 1;
+}
+
 }  // namespace
+
+size_t mul_mat_id_workspace(const Tensor& dst) { return static_cast<size_t>(route_words(dst)) * sizeof(int32_t); }
 
 void mul_mat_id(const Ctx& ctx, Tensor& dst) {
   const Tensor& experts = *dst.src[0];
@@ -116,9 +133,9 @@ void mul_mat_id(const Ctx& ctx, Tensor& dst) {
   if (n_tokens <= kDirectMaxTokens) return mm::gemv_mul_mat_id(ctx, experts, x, ids, dst, nullptr);
 
   const int64_t n_slots = n_used * n_tokens;
-  const int64_t max_tiles = ceil_div<int64_t>(n_slots, mm::kGemvMaxRows) + std::min(n_experts, n_slots);
-  mm::Scratch buf(ctx.stream, static_cast<size_t>(n_slots + 3 * max_tiles + 1) * sizeof(int32_t));
-  int32_t* base = buf.as<int32_t>();
+  const int64_t max_tiles = max_tiles_of(n_slots, n_experts);
+  GL_ASSERT(dst.workspace != nullptr, "cuda mul_mat_id: tiled path without its planned workspace");
+  auto* base = static_cast<int32_t*>(dst.workspace);
   const RouteOut out{base, base + n_slots, base + n_slots + max_tiles, base + n_slots + 2 * max_tiles,
                      base + n_slots + 3 * max_tiles};
   const size_t smem = static_cast<size_t>(3 * n_experts + kRouteThreads) * sizeof(int32_t);

@@ -41,6 +41,9 @@ struct RunConfig {
   // Benchmarks only: accept every draft without checking it, so a random-weight model runs
   // the speculative loop at its ceiling. The output is NOT the model's.
   bool force_accept = false;
+  // Applied to the backend when the session is made (Backend::set_precision): EXACT is the
+  // CUDA two-GEMM path, FAST one rounded GEMM. The CPU is always exact.
+  Precision precision = Precision::EXACT;
 };
 
 struct SpecStats {

@@ -1,0 +1,31 @@
+// diag.h - the environment switches, all of them, read in one place.
+//
+//   if (gl::diag_env(gl::Diag::CUDA_TIMING)) prof.start_timing();   // GL_CUDA_TIMING=1
+//   bool capture = !gl::diag_env(gl::Diag::CUDA_GRAPHS_OFF);        // GL_CUDA_GRAPHS=0
+//
+// Environment variables may only switch diagnostics that cannot change results (capture, fusion
+// and dependent launches off for A/B timing, profiling, rewriting golden files in tests).
+// Anything that changes results is a typed option (RunConfig, backend Options). A new switch is
+// a row here, so `grep -rn getenv` finds this file alone.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace gl {
+
+enum class Diag : uint8_t {
+  CUDA_GRAPHS_OFF,  // GL_CUDA_GRAPHS=0: launch every split eagerly, no CUDA graph capture
+  CUDA_FUSION_OFF,  // GL_CUDA_FUSION=0: launch every node on its own
+  CUDA_PDL_OFF,     // GL_CUDA_PDL=0: no programmatic dependent launches
+  CUDA_PROFILE,     // GL_CUDA_PROFILE=1: per-node kernel times at exit
+  CUDA_TIMING,      // GL_CUDA_TIMING=1: device and host time per step at exit
+  UPDATE_GOLDEN,    // GL_UPDATE_GOLDEN=1: tests rewrite their golden files instead of comparing
+};
+
+// Whether the switch is on: its variable is set to exactly its "on" value.
+bool diag_env(Diag d);
+// The variable behind a switch, for messages ("GL_CUDA_GRAPHS").
+std::string_view diag_env_name(Diag d);
+
+}  // namespace gl
