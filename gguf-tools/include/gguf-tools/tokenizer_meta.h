@@ -70,7 +70,4 @@ TokenizerMeta synth_tokenizer(int64_t vocab_size);
 
 void write_tokenizer_keys(GgufFile& meta, const TokenizerMeta& t);
 
-// GPT-2's byte-to-unicode map: the token text of byte b, UTF-8 encoded.
-std::string byte_token(uint8_t b);
-
 }  // namespace gl::tools
