@@ -228,7 +228,7 @@ ModelInfo model_info(const Model& m, std::string label, std::string name) {
   ModelInfo mi;
   mi.label = std::move(label);
   mi.name = std::move(name);
-  mi.arch = m.hparams().arch_name;
+  mi.arch = m.hparams().arch_name();
   mi.n_layer = m.hparams().n_layer;
   mi.n_nextn = m.hparams().n_nextn;
   std::map<uint32_t, uint64_t> by_type;
