@@ -77,8 +77,9 @@ int dump_graph(const gl::qwen35::Model& m, gl::Backend& be, const Args& a, int k
   gl::DumpOptions opt;
   opt.show_offsets = false;
   if (a.dump_graph == "mtp") {
-    gl::qwen35::MtpCache mc(m, n_kv, 1, be);
-    gl::dump_text(gl::qwen35::build_mtp_step(m, mc, {.n_rows = 1, .n_kv = n_kv}).graph, std::cout, opt);
+    gl::qwen35::Handoff io(m, be, 1);
+    gl::qwen35::MtpCache mc(m, n_kv, be);
+    gl::dump_text(gl::qwen35::build_mtp_step(m, mc, io, {.n_rows = 1, .n_kv = n_kv}).graph, std::cout, opt);
     return 0;
   }
   gl::qwen35::StepShape sh{.n_tokens = 1, .n_kv = n_kv};
