@@ -5,9 +5,9 @@
 #include <fmt/ranges.h>
 
 #include "convert_sources.h"
-#include "ggml-lite/hf_config.h"
-#include "ggml-lite/safetensors.h"
+#include "gguf-tools/hf_config.h"
 #include "gguf-tools/model_spec.h"
+#include "gguf-tools/safetensors.h"
 #include "gguf-tools/tokenizer_meta.h"
 #include "util.h"
 

@@ -5,8 +5,8 @@
 #include <set>
 #include <string>
 
-#include "ggml-lite/safetensors.h"
 #include "gguf-tools/model_spec.h"
+#include "gguf-tools/safetensors.h"
 #include "gguf-tools/stream_writer.h"
 
 namespace gl::tools {

@@ -22,9 +22,9 @@
 
 #include "ggml-lite/dtype.h"
 #include "ggml-lite/gguf.h"
-#include "ggml-lite/hf_config.h"
 #include "ggml-lite/models/qwen35_hparams.h"
 #include "ggml-lite/status.h"
+#include "gguf-tools/hf_config.h"
 
 namespace gl::tools {
 

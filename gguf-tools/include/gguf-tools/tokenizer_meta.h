@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "ggml-lite/gguf.h"
-#include "ggml-lite/hf_config.h"
 #include "ggml-lite/status.h"
+#include "gguf-tools/hf_config.h"
 
 namespace gl::tools {
 
