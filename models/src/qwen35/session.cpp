@@ -277,7 +277,7 @@ Status Session::speculative_round() {
   pending_.push_back(out);
   stats_.spec.rounds++;
   stats_.spec.emitted += a + 1;
-  n_catchup_ = a + 1;  // verify rows m .. m+a are committed; their hidden rows are h_trunk 0..a
+  n_catchup_ = a + 1;  // verify rows m .. m+a are committed; their hidden rows are io_->hidden() 0..a
   catchup_row0_ = 0;
   return {};
 }

@@ -76,6 +76,8 @@ struct Hparams {
   void write_gguf(GgufFile& meta, const std::string& name, uint32_t file_type, bool quantized) const;
   // Sanity checks of values that did not come from a GGUF file (positive sizes, divisibility).
   Status validate() const;
+
+  bool operator==(const Hparams&) const = default;
 };
 
 // Every weight tensor of the layout. Per-block ids repeat in each blk.{i}.
