@@ -5,12 +5,13 @@
 //   bench --synth qwen35-9b:bf16 -p 512 -n 128 --spec 1,2,3 --force-accept
 //   bench --synth qwen35-35b-a3b:q8_0 --backend cuda -r 5 --json -o 35b.json
 //   bench --synth tiny -p 32 -n 16 --spec 2 --force-accept -r 2        # CPU smoke run
-//   bench -m models/default/tiny-shakespeare-f16.gguf --spec 1,2        # real acceptance
+//   bench -m models/default/tiny-shakespeare-f16.gguf --spec 1,2        # real acceptance, greedy parity
 //
 // --synth builds the model gguf-synth would write (same preset, type, seed) in memory, so a
 // 70 GB model needs no disk. Rows: pp N (one chunk, fresh cache per repetition), tg N (greedy
 // decode after a short prompt), spec K (MTP with K drafts; --force-accept accepts every draft,
-// which measures the loop's ceiling and does not produce the model's output). Each row is the
+// which measures the loop's ceiling and does not produce the model's output; otherwise the row
+// says whether its tokens equal tg N's, as greedy MTP must). Each row is the
 // median of -r repetitions after --warmup ones; % floor = tok/s / (bandwidth / weight bytes
 // read per decode token).
 #include <fmt/format.h>

@@ -75,7 +75,8 @@ SpecStats minus(const SpecStats& a, const SpecStats& b) {
 
 struct GenRep {
   double tok_s = 0;
-  SpecStats spec;  // of the timed window only
+  SpecStats spec;               // of the timed window only
+  std::vector<int32_t> tokens;  // every token generated (warm-up included), for greedy parity
 };
 
 // One tg / spec repetition: a fresh session, the prompt, untimed warm-up tokens, then at least
@@ -97,6 +98,7 @@ gl::Result<GenRep> gen_once(const Model& m, gl::Backend& be, const gl::qwen35::R
   GenRep r;
   r.tok_s = static_cast<double>(after.n_generated - before.n_generated) / (after.t_generate - before.t_generate);
   r.spec = minus(after.spec, before.spec);
+  r.tokens.assign(ss.tokens().begin() + static_cast<std::ptrdiff_t>(prompt.size()), ss.tokens().end());
   return r;
 }
 
@@ -229,7 +231,7 @@ ModelInfo model_info(const Model& m, std::string label, std::string name) {
   ModelInfo mi;
   mi.label = std::move(label);
   mi.name = std::move(name);
-  mi.arch = m.hparams().arch_name;
+  mi.arch = m.hparams().arch_name();
   mi.n_layer = m.hparams().n_layer;
   mi.n_nextn = m.hparams().n_nextn;
   std::map<uint32_t, uint64_t> by_type;
@@ -288,11 +290,23 @@ gl::Result<Row> run_tg(const Model& m, gl::Backend& be, const Params& p, const s
   for (int rep = 0; rep < p.warmup + p.reps; ++rep) {
     auto g = gen_once(m, be, gen_config(p, 0), prompt, n);
     if (!g) return gl::Error(g.error());
-    if (rep >= p.warmup) row.samples.push_back(g->tok_s);
+    if (rep < p.warmup) continue;
+    row.samples.push_back(g->tok_s);
+    if (row.tokens.empty()) row.tokens = std::move(g->tokens);
   }
   summarize(row);
   return row;
 }
+
+namespace {
+
+// Both runs generated at least warm-up + n tokens; sessions may compute a round or a chain ahead.
+bool same_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  return n > 0 && std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin());
+}
+
+}  // namespace
 
 gl::Result<Row> run_spec(const Model& m, gl::Backend& be, const Params& p, const std::vector<int32_t>& prompt, int n,
                          int k, const Row* decode) {
@@ -306,11 +320,13 @@ gl::Result<Row> run_spec(const Model& m, gl::Backend& be, const Params& p, const
     if (!g) return gl::Error(g.error());
     if (rep < p.warmup) continue;
     row.samples.push_back(g->tok_s);
+    if (row.tokens.empty()) row.tokens = g->tokens;
     timed.push_back(std::move(*g));
   }
   summarize(row);
   row.spec = spec_result(timed, k, forced, decode);
   if (decode && decode->tok_s > 0) row.spec->speedup = row.tok_s / decode->tok_s;
+  if (decode && !forced) row.spec->same_tokens = same_prefix(row.tokens, decode->tokens);
   return row;
 }
 

@@ -31,9 +31,10 @@ std::string spec_notes(const SpecResult& s) {
   for (size_t i = 0; i < s.acceptance_at.size(); ++i)
     per += fmt::format("{}{:.0f}", i ? "/" : "", 100.0 * s.acceptance_at[i]);
   auto cost = [](const std::optional<double>& c) { return c ? fmt::format("{:.2f}x", *c) : std::string("-"); };
-  return fmt::format("{} tg, acc {:.1f}% ({}%), len {:.2f}, draft {}, catch-up {}, verify {}", cost(s.speedup),
+  const std::string parity = s.same_tokens ? fmt::format(", same tokens as tg: {}", *s.same_tokens ? "yes" : "NO") : "";
+  return fmt::format("{} tg, acc {:.1f}% ({}%), len {:.2f}, draft {}, catch-up {}, verify {}{}", cost(s.speedup),
                      100.0 * s.acceptance, per, s.mean_accepted_len, cost(s.draft_cost), cost(s.catchup_cost),
-                     cost(s.verify_cost));
+                     cost(s.verify_cost), parity);
 }
 
 nlohmann::ordered_json opt_json(const std::optional<double>& v) {
@@ -64,7 +65,8 @@ nlohmann::ordered_json row_json(const Row& row) {
                  {"t_catchup_step_s", s.t_catchup_step},
                  {"draft_cost", opt_json(s.draft_cost)},
                  {"verify_cost", opt_json(s.verify_cost)},
-                 {"catchup_cost", opt_json(s.catchup_cost)}};
+                 {"catchup_cost", opt_json(s.catchup_cost)},
+                 {"same_tokens_as_tg", s.same_tokens ? nlohmann::ordered_json(*s.same_tokens) : nullptr}};
   }
   return j;
 }

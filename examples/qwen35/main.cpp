@@ -37,7 +37,6 @@ struct Args {
   std::string backend = "auto";
   std::string dump_graph;
   bool ignore_eos = false;
-  int bench = 0;
   gl::SamplerParams sampling;
   gl::Precision precision = gl::Precision::EXACT;
 };
@@ -65,15 +64,13 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--dump-graph", a.dump_graph, "print a step graph as text and exit")
       ->check(CLI::IsMember({"prefill", "decode", "verify", "mtp"}));
   app.add_flag("--ignore-eos", a.ignore_eos, "keep generating after the end-of-text token");
-  app.add_option("--bench-mtp", a.bench, "compare MTP K = 0..N on the prompt (greedy, -n tokens) and print a table")
-      ->check(CLI::Range(1, 16));
   app.footer(
       "Examples:\n"
       "  qwen35                                      # embedded model, Shakespeare prompt, MTP on\n"
       "  qwen35 -m Qwen3.5-9B-Q8_0.gguf -p \"Hi\" -n 64 --mtp 2\n"
       "  qwen35 -m model.gguf --temp 0.8 --top-p 0.95 --seed 42\n"
       "  qwen35 -m model.gguf --dump-graph verify --mtp 3 > verify.txt\n"
-      "  qwen35 --bench-mtp 4 -n 256                  # K = 0..4: tok/s, acceptance, parity");
+      "MTP speed for K = 1..N (tok/s, acceptance, greedy parity): bench -m model.gguf --spec 1,2,3,4");
 }
 
 int dump_graph(const gl::qwen35::Model& m, gl::Backend& be, const Args& a, int k) {
@@ -82,8 +79,9 @@ int dump_graph(const gl::qwen35::Model& m, gl::Backend& be, const Args& a, int k
   gl::DumpOptions opt;
   opt.show_offsets = false;
   if (a.dump_graph == "mtp") {
-    gl::qwen35::MtpCache mc(m, n_kv, 1, be);
-    gl::dump_text(gl::qwen35::build_mtp_step(m, mc, {.n_rows = 1, .n_kv = n_kv}).graph, std::cout, opt);
+    gl::qwen35::Handoff io(m, be, 1);
+    gl::qwen35::MtpCache mc(m, n_kv, be);
+    gl::dump_text(gl::qwen35::build_mtp_step(m, mc, io, {.n_rows = 1, .n_kv = n_kv}).graph, std::cout, opt);
     return 0;
   }
   gl::qwen35::StepShape sh{.n_tokens = 1, .n_kv = n_kv};
@@ -136,11 +134,6 @@ int run(const Args& a) {
   if (!tok) return fmt::print(stderr, "qwen35: {}\n", tok.error()), 1;
   gl::qwen35::RunConfig cfg{.n_ctx = a.ctx, .n_batch = a.batch, .mtp_k = k, .sampling = a.sampling};
   cfg.precision = a.precision;
-  if (a.bench > 0) {
-    if (!m.has_mtp()) return fmt::print(stderr, "qwen35: --bench-mtp needs a GGUF with MTP tensors\n"), 1;
-    cfg.sampling = {};  // greedy, so every K must emit the same tokens
-    return bench_mtp(m, be, cfg, tok->encode(a.prompt), a.n_predict, a.bench, 3);
-  }
   auto session = gl::qwen35::Session::create(m, be, cfg);
   if (!session) return fmt::print(stderr, "qwen35: {}\n", session.error()), 1;
   return generate(**session, *tok, a.prompt, a.n_predict, a.ignore_eos, k);

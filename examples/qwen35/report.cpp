@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 
 namespace {
@@ -28,61 +27,7 @@ void print_report(const gl::qwen35::SessionStats& st, int mtp_k) {
              sp.t_verify);
 }
 
-struct BenchRow {
-  double tok_s = 0;
-  gl::qwen35::SpecStats spec;
-  std::vector<int32_t> tokens;
-};
-
-gl::Result<BenchRow> bench_once(const gl::qwen35::Model& m, gl::Backend& be, const gl::qwen35::RunConfig& cfg,
-                                const std::vector<int32_t>& prompt, int n) {
-  auto s = gl::qwen35::Session::create(m, be, cfg);
-  if (!s) return gl::Error(s.error());
-  GL_TRY((*s)->prefill(prompt));
-  BenchRow r;
-  for (int i = 0; i < n; ++i) {
-    auto t = (*s)->next();
-    if (!t) return gl::Error(t.error());
-    r.tokens.push_back(*t);
-  }
-  const auto& st = (*s)->stats();
-  r.tok_s = st.t_generate > 0 ? static_cast<double>(st.n_generated) / st.t_generate : 0.0;
-  r.spec = st.spec;
-  return r;
-}
-
 }  // namespace
-
-int bench_mtp(const gl::qwen35::Model& m, gl::Backend& be, const gl::qwen35::RunConfig& base,
-              const std::vector<int32_t>& prompt, int n, int max_k, int reps) {
-  fmt::print(
-      "| K | decode tok/s (median of {}) | speedup | acceptance | per draft position | tokens/round | same tokens as "
-      "K=0 |\n",
-      reps);
-  fmt::print("|---|---|---|---|---|---|---|\n");
-  std::vector<int32_t> ref;
-  double base_tok_s = 0;
-  for (int k = 0; k <= max_k; ++k) {
-    gl::qwen35::RunConfig cfg = base;
-    cfg.mtp_k = k;
-    std::vector<BenchRow> runs;
-    for (int r = 0; r < reps + 1; ++r) {  // the first run warms up and is not counted
-      auto row = bench_once(m, be, cfg, prompt, n);
-      if (!row) return fmt::print(stderr, "qwen35: {}\n", row.error()), 1;
-      if (r > 0) runs.push_back(std::move(*row));
-    }
-    std::sort(runs.begin(), runs.end(), [](const BenchRow& a, const BenchRow& b) { return a.tok_s < b.tok_s; });
-    const BenchRow& med = runs[runs.size() / 2];
-    if (k == 0) ref = med.tokens, base_tok_s = med.tok_s;
-    std::string per;
-    for (size_t i = 0; i < med.spec.drafted.size(); ++i)
-      per += fmt::format("{}{:.0f}%", i ? " / " : "", 100.0 * med.spec.acceptance_at(i));
-    fmt::print("| {} | {:.1f} | {:.2f}x | {} | {} | {} | {} |\n", k, med.tok_s, med.tok_s / base_tok_s,
-               k ? fmt::format("{:.1f}%", 100.0 * med.spec.acceptance()) : "-", k ? per : "-",
-               k ? fmt::format("{:.2f}", med.spec.mean_accepted_len()) : "1", med.tokens == ref ? "yes" : "NO");
-  }
-  return 0;
-}
 
 int generate(gl::qwen35::Session& s, const gl::Tokenizer& tok, const std::string& prompt, int n, bool ignore_eos,
              int mtp_k) {

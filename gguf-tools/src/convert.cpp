@@ -5,9 +5,9 @@
 #include <fmt/ranges.h>
 
 #include "convert_sources.h"
-#include "ggml-lite/hf_config.h"
-#include "ggml-lite/safetensors.h"
+#include "gguf-tools/hf_config.h"
 #include "gguf-tools/model_spec.h"
+#include "gguf-tools/safetensors.h"
 #include "gguf-tools/tokenizer_meta.h"
 #include "util.h"
 
@@ -41,12 +41,12 @@ Status check_model_dir(const std::string& dir) {
 }
 
 // Every spec bound to its source; fails on a missing/odd tensor or a checkpoint tensor no spec uses.
-Result<std::vector<OutTensor>> plan_tensors(const ModelDims& d, const SafetensorsModel& model, DType outtype) {
+Result<std::vector<OutTensor>> plan_tensors(const Hparams& d, const SafetensorsModel& model, DType outtype) {
   Result<SourceSet> src = SourceSet::open(model);
   if (!src) return Error(src.error());
   src->ignore_prefix("model.visual.");
   src->ignore_prefix("visual.");
-  if (d.n_mtp == 0) {  // --no-mtp, or a config without MTP layers
+  if (d.n_nextn == 0) {  // --no-mtp, or a config without MTP layers
     src->ignore_prefix("mtp.");
     src->ignore_prefix("model.mtp.");
   }
@@ -70,14 +70,14 @@ Result<ConvertReport> convert_impl(const ConvertOptions& opt) {
   GLT_TRY(check_model_dir(opt.model_dir));
   Result<HfConfig> cfg = load_hf_config(opt.model_dir);
   if (!cfg) return Error(cfg.error());
-  Result<ModelDims> dims = dims_from_hf(*cfg);
+  Result<Hparams> dims = hparams_from_hf(*cfg);
   if (!dims) return Error(fmt::format("{}/config.json: {}", opt.model_dir, dims.error()));
-  if (!opt.include_mtp) dims->n_mtp = 0;
+  if (!opt.include_mtp) dims->n_nextn = 0;
   Result<SafetensorsModel> model = SafetensorsModel::open(opt.model_dir);
   if (!model) return Error(model.error());
 
   ConvertReport rep;
-  rep.arch = dims->arch;
+  rep.arch = dims->arch_name();
   rep.outtype = opt.outtype ? *opt.outtype : auto_outtype(*model);
   GLT_TRY(check_outtype(rep.outtype));
   Result<TokenizerMeta> tok = load_hf_tokenizer(opt.model_dir, *cfg, opt.tokenizer_pre, &rep.warnings);

@@ -109,11 +109,11 @@ Error missing(const TensorSpec& s, const std::string& full) {
 }
 
 // The PyTorch shape of the source of a single-tensor spec.
-std::vector<int64_t> source_shape(const TensorSpec& s, const ModelDims& d) {
+std::vector<int64_t> source_shape(const TensorSpec& s, const Hparams& d) {
   switch (s.xform) {
     case Xform::V_HEADS:
-    case Xform::V_HEADS_A: return {d.ssm_dt_rank};
-    case Xform::V_CONV: return {d.conv_channels(), 1, d.ssm_conv_kernel};
+    case Xform::V_HEADS_A: return {d.n_v_heads};
+    case Xform::V_CONV: return {d.conv_dim(), 1, d.conv_kernel};
     case Xform::SQUEEZE: return {1, d.n_embd};
     case Xform::COPY:
     case Xform::ADD_ONE:
@@ -129,8 +129,8 @@ std::vector<int64_t> source_shape(const TensorSpec& s, const ModelDims& d) {
 }
 
 // Row maps and column permutations of the value-head transforms.
-void set_transform(const TensorSpec& s, const ModelDims& d, Gather& g) {
-  const int64_t Hk = d.ssm_n_group, Hv = d.ssm_dt_rank, Dv = d.ssm_head_v_dim, qk = 2 * d.ssm_key_dim();
+void set_transform(const TensorSpec& s, const Hparams& d, Gather& g) {
+  const int64_t Hk = d.n_k_heads, Hv = d.n_v_heads, Dv = d.d_v, qk = 2 * (d.n_k_heads * d.d_k);
   // q and k channels keep their order; the V channels move head by head.
   auto channel = [=](int64_t r) -> std::pair<size_t, int64_t> {
     if (r < qk) return {0, r};
@@ -147,7 +147,7 @@ void set_transform(const TensorSpec& s, const ModelDims& d, Gather& g) {
     case Xform::V_QKV_ROWS: g.row_of = channel; return;
     case Xform::V_CONV:
       g.row_of = channel;
-      g.row_len = d.ssm_conv_kernel;
+      g.row_len = d.conv_kernel;
       return;
     case Xform::V_ROWS: g.row_of = head_rows; return;
     case Xform::V_HEAD_ROWS: g.row_of = heads; return;
@@ -173,7 +173,7 @@ void set_transform(const TensorSpec& s, const ModelDims& d, Gather& g) {
   }
 }
 
-Status bind_single(const TensorSpec& s, const ModelDims& d, SourceSet& src, Gather& g) {
+Status bind_single(const TensorSpec& s, const Hparams& d, SourceSet& src, Gather& g) {
   const SafetensorsTensor* t = src.find(s.hf, s.hf_top_level);
   if (!t) return missing(s, src.full_name(s.hf, s.hf_top_level));
   GL_TRY(add_source(*t, source_shape(s, d), g, src));
@@ -189,7 +189,7 @@ const SafetensorsTensor* find_fused(const SourceSet& src, const TensorSpec& s, c
 
 // Experts: fused gate_up_proj [E, 2Fe, H] / down_proj [E, H, Fe], or per-expert 2-D tensors
 // experts.{e}.{gate,up,down}_proj.weight stacked along the expert axis.
-Status bind_experts(const TensorSpec& s, const ModelDims& d, SourceSet& src, Gather& g) {
+Status bind_experts(const TensorSpec& s, const Hparams& d, SourceSet& src, Gather& g) {
   const int64_t E = d.n_expert, Fe = d.n_ff_exp, H = d.n_embd;
   const bool down = s.xform == Xform::EXPERTS_DOWN, up = s.xform == Xform::EXPERTS_UP;
   g.row_len = down ? Fe : H;
@@ -219,7 +219,7 @@ Status bind_experts(const TensorSpec& s, const ModelDims& d, SourceSet& src, Gat
 
 }  // namespace
 
-Result<OutTensor> bind_source(const TensorSpec& s, const ModelDims& d, DType type, SourceSet& src) {
+Result<OutTensor> bind_source(const TensorSpec& s, const Hparams& d, DType type, SourceSet& src) {
   auto g = std::make_shared<Gather>();
   const bool experts = s.xform == Xform::EXPERTS_GATE || s.xform == Xform::EXPERTS_UP || s.xform == Xform::EXPERTS_DOWN;
   Status st = experts ? bind_experts(s, d, src, *g) : bind_single(s, d, src, *g);

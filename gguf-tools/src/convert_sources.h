@@ -5,8 +5,8 @@
 #include <set>
 #include <string>
 
-#include "ggml-lite/safetensors.h"
 #include "gguf-tools/model_spec.h"
+#include "gguf-tools/safetensors.h"
 #include "gguf-tools/stream_writer.h"
 
 namespace gl::tools {
@@ -36,6 +36,6 @@ class SourceSet {
 
 // The producer for one spec: validates the source shapes and dtypes and returns a filler
 // that reads (and transforms) rows straight from the mapped files.
-Result<OutTensor> bind_source(const TensorSpec& s, const ModelDims& d, DType type, SourceSet& src);
+Result<OutTensor> bind_source(const TensorSpec& s, const Hparams& d, DType type, SourceSet& src);
 
 }  // namespace gl::tools

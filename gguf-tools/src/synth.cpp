@@ -14,66 +14,66 @@ namespace gl::tools {
 namespace {
 
 // Qwen3.5 values shared by the real presets (qwen35-mtp-spec.md, perf-anchors.md section 2).
-ModelDims qwen35_base() {
-  ModelDims d;
-  d.arch = "qwen35";
-  d.n_mtp = 1;
+Hparams qwen35_base() {
+  Hparams d;
+  d.arch = qwen35::Arch::DENSE;
+  d.n_nextn = 1;
   d.n_vocab = 248320;
-  d.n_ctx = 262144;
+  d.n_ctx_train = 262144;
   d.head_dim = 256;
-  d.n_rot = 64;  // 256 * partial_rotary_factor 0.25
-  d.rope_theta = 1e7;
+  d.rope_dims = 64;  // 256 * partial_rotary_factor 0.25
+  d.rope_base = 1e7f;
   d.rope_sections = {11, 11, 10, 0};
-  d.rms_eps = 1e-6;
+  d.eps = 1e-6f;
   d.full_attn_interval = 4;
-  d.ssm_conv_kernel = 4;
-  d.ssm_d_state = 128;
-  d.ssm_head_v_dim = 128;
-  d.ssm_n_group = 16;
+  d.conv_kernel = 4;
+  d.d_k = 128;
+  d.d_v = 128;
+  d.n_k_heads = 16;
   return d;
 }
 
 SynthPreset qwen35_0_8b() {
-  ModelDims d = qwen35_base();
+  Hparams d = qwen35_base();
   d.n_layer = 24, d.n_embd = 1024, d.n_ff = 3584, d.n_head = 8, d.n_head_kv = 2;
-  d.ssm_dt_rank = 16;
+  d.n_v_heads = 16;
   d.tied_embeddings = true;
   return {"qwen35-0.8b", "Qwen3.5-0.8B: 24 layers, H 1024, FFN 3584, heads 8/2, GDN 16/16, tied embeddings", d};
 }
 
 SynthPreset qwen35_9b() {
-  ModelDims d = qwen35_base();
+  Hparams d = qwen35_base();
   d.n_layer = 32, d.n_embd = 4096, d.n_ff = 12288, d.n_head = 16, d.n_head_kv = 4;
-  d.ssm_dt_rank = 32;
+  d.n_v_heads = 32;
   return {"qwen35-9b", "Qwen3.5-9B: 32 layers, H 4096, FFN 12288, heads 16/4, GDN 16/32", d};
 }
 
 SynthPreset qwen35_35b_a3b() {
-  ModelDims d = qwen35_base();
-  d.arch = "qwen35moe";
+  Hparams d = qwen35_base();
+  d.arch = qwen35::Arch::MOE;
   d.n_layer = 40, d.n_embd = 2048, d.n_head = 16, d.n_head_kv = 2;
-  d.ssm_dt_rank = 32;
+  d.n_v_heads = 32;
   d.n_expert = 256, d.n_expert_used = 8, d.n_ff_exp = 512, d.n_ff_shexp = 512;
   return {"qwen35-35b-a3b", "Qwen3.5-35B-A3B: 40 layers, H 2048, 256 experts top-8 (512) + shared 512, heads 16/2", d};
 }
 
 // The shapes of the tests/fixtures checkpoints: 3 GDN + 1 attention layer + MTP, Hk 2 / Hv 4.
-ModelDims tiny_base() {
-  ModelDims d;
-  d.arch = "qwen35";
-  d.n_layer = 4, d.n_mtp = 1, d.n_embd = 64, d.n_vocab = 512, d.n_ctx = 4096, d.n_ff = 128;
-  d.n_head = 4, d.n_head_kv = 2, d.head_dim = 32, d.n_rot = 8;
-  d.rope_theta = 1e7;
+Hparams tiny_base() {
+  Hparams d;
+  d.arch = qwen35::Arch::DENSE;
+  d.n_layer = 4, d.n_nextn = 1, d.n_embd = 64, d.n_vocab = 512, d.n_ctx_train = 4096, d.n_ff = 128;
+  d.n_head = 4, d.n_head_kv = 2, d.head_dim = 32, d.rope_dims = 8;
+  d.rope_base = 1e7f;
   d.rope_sections = {2, 1, 1, 0};
-  d.ssm_conv_kernel = 4, d.ssm_d_state = 16, d.ssm_head_v_dim = 16, d.ssm_n_group = 2, d.ssm_dt_rank = 4;
+  d.conv_kernel = 4, d.d_k = 16, d.d_v = 16, d.n_k_heads = 2, d.n_v_heads = 4;
   return d;
 }
 
 SynthPreset tiny() { return {"tiny", "tests: 4 + 1 MTP layers, H 64, vocab 512, GDN 2/4, dense FFN 128", tiny_base()}; }
 
 SynthPreset tiny_moe() {
-  ModelDims d = tiny_base();
-  d.arch = "qwen35moe";
+  Hparams d = tiny_base();
+  d.arch = qwen35::Arch::MOE;
   d.n_ff = 0;
   d.n_expert = 8, d.n_expert_used = 2, d.n_ff_exp = 32, d.n_ff_shexp = 48;
   d.tied_embeddings = true;
@@ -165,8 +165,8 @@ Result<SynthModel> SynthModel::create(const SynthOptions& opt) {
   }
   if (opt.type != DType::F32 && opt.type != DType::F16 && opt.type != DType::BF16 && opt.type != DType::Q8_0)
     return Error(fmt::format("unsupported type {} (use f32, f16, bf16 or q8_0)", dtype_name(opt.type)));
-  const ModelDims& d = preset->dims;
-  GLT_TRY(validate_dims(d));
+  const Hparams& d = preset->dims;
+  GLT_TRY(d.validate());
 
   SynthModel m;
   m.preset_ = preset->name;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ggml-lite/models/tokenizer.h"  // byte_to_unicode: the one GPT-2 byte map
 #include "util.h"
 
 namespace gl::tools {
@@ -211,31 +212,12 @@ Result<TokenizerMeta> load_hf_tokenizer(const std::string& dir, const HfConfig& 
   return m;
 }
 
-std::string byte_token(uint8_t b) {
-  // Printable Latin-1 bytes map to themselves; the other 68 to U+0100.. in byte order.
-  auto printable = [](int c) { return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF); };
-  uint32_t cp = b;
-  if (!printable(b)) {
-    uint32_t n = 0;
-    for (int c = 0; c < b; ++c) n += printable(c) ? 0 : 1;
-    cp = 256 + n;
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s.push_back(static_cast<char>(cp));
-  } else {
-    s.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-  return s;
-}
-
 TokenizerMeta synth_tokenizer(int64_t vocab_size) {
   GL_ASSERT(vocab_size >= 256 + 16, "synth_tokenizer: vocab_size too small");
   TokenizerMeta m;
   m.pre = kDefaultPre;
-  for (int b = 0; b < 256; ++b) m.tokens.push_back(byte_token(static_cast<uint8_t>(b)));
-  const std::string sp = byte_token(' ');
+  for (int b = 0; b < 256; ++b) m.tokens.push_back(byte_to_unicode(static_cast<uint8_t>(b)));
+  const std::string sp = byte_to_unicode(' ');
   const std::pair<std::string, std::string> merges[] = {{sp, "t"},  {"h", "e"}, {"i", "n"}, {sp + "t", "he"},
                                                         {"e", "r"}, {"a", "n"}, {"o", "n"}, {sp, "a"}};
   for (const auto& [a, b] : merges) {

@@ -91,6 +91,23 @@ TEST(BenchCli, SynthTinyJsonHasTheRows) {
     EXPECT_EQ(spec["acceptance_at"].size(), static_cast<size_t>(k));
     EXPECT_GT(spec["verify_cost"].get<double>(), 0);
     EXPECT_EQ(spec["draft_cost"].is_null(), k == 1) << "K = 1 has no chained draft step";
+    EXPECT_TRUE(spec["same_tokens_as_tg"].is_null()) << "forced drafts are not the model's output";
+  }
+}
+
+// The K sweep on the embedded trained model (what qwen35 --bench-mtp used to print): real
+// acceptance, and every K emits the greedy tokens of the tg row.
+TEST(BenchCli, SpecSweepKeepsGreedyParity) {
+  const std::string model = std::string(GL_SOURCE_DIR) + "/models/default/tiny-shakespeare-f16.gguf";
+  const BenchRun r = bench("-m " + model + " --backend cpu -t 2 -p 8 -n 32 --spec 1,2,3 -r 1 --warmup 0 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(tests_of(j), (std::vector<std::string>{"pp 8", "tg 32", "spec 1", "spec 2", "spec 3"}));
+  for (int k : {1, 2, 3}) {
+    const auto& spec = j["results"][1 + k]["spec"];
+    EXPECT_FALSE(spec["forced"].get<bool>());
+    EXPECT_TRUE(spec["same_tokens_as_tg"].get<bool>()) << "K = " << k;
+    EXPECT_GT(spec["acceptance"].get<double>(), 0.0) << "K = " << k;
   }
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fuzz_target.h"
-#include "ggml-lite/safetensors.h"
+#include "gguf-tools/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gl::Result<gl::SafetensorsFile> f = gl::SafetensorsFile::from_buffer({data, size}, "fuzz.safetensors");

@@ -1,5 +1,5 @@
 // config.json parsing: nested (VL text_config) and flat layouts, and clear errors.
-#include "ggml-lite/hf_config.h"
+#include "gguf-tools/hf_config.h"
 #include "test_util.h"
 
 namespace gl {

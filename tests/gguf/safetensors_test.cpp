@@ -1,7 +1,7 @@
 // safetensors reader: hand-written files (JSON header + bytes), single and sharded.
 #include <filesystem>
 
-#include "ggml-lite/safetensors.h"
+#include "gguf-tools/safetensors.h"
 #include "test_util.h"
 
 namespace gl {

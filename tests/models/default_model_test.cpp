@@ -62,19 +62,19 @@ TEST_F(DefaultModelTest, TeacherForcedAcceptanceMatchesPyTorch) {
   seq.insert(seq.end(), greedy_.begin(), greedy_.end());
   const int T = static_cast<int>(seq.size()), R = T - 1;
   const int64_t V = model_->hparams().n_vocab;
-  qwen35::MtpCache mc(*model_, 256, T, *cpu_);
-  qwen35::Runner r(*model_, *cpu_, 256, 128);
-  r.set_hidden_sink(mc.h_trunk);
+  qwen35::Handoff io(*model_, *cpu_, T);
+  qwen35::MtpCache mc(*model_, 256, *cpu_);
+  qwen35::Runner r(*model_, io, 256, 128);
   std::vector<int32_t> rows(static_cast<size_t>(T));
   std::iota(rows.begin(), rows.end(), 0);
   auto trunk = r.eval(seq, rows, {.hidden_all = true});
   ASSERT_TRUE(trunk.ok()) << trunk.error();
-  qwen35::MtpGraph g = qwen35::build_mtp_step(*model_, mc, {.n_rows = R, .n_kv = 128, .n_outputs = R});
-  ASSERT_TRUE(r.executor().allocate(g.graph).ok());
-  qwen35::fill_mtp_inputs(g, r.executor(), seq.data() + 1, 0, 0);
-  ASSERT_TRUE(r.executor().compute(g.graph).ok());
+  qwen35::MtpGraph g = qwen35::build_mtp_step(*model_, mc, io, {.n_rows = R, .n_kv = 128, .n_outputs = R});
+  ASSERT_TRUE(io.executor().allocate(g.graph).ok());
+  qwen35::fill_mtp_inputs(g, io.executor(), seq.data() + 1, 0, 0);
+  ASSERT_TRUE(io.executor().compute(g.graph).ok());
   std::vector<float> mtp(static_cast<size_t>(nelements(*g.logits)));
-  r.executor().get_output(*g.logits, mtp.data());
+  io.executor().get_output(*g.logits, mtp.data());
 
   const auto& tf = ref_["teacher_forced"];
   const auto want_trunk = tf["trunk_argmax"].get<std::vector<int32_t>>();

@@ -10,7 +10,7 @@
 
 #include "ggml-lite/backend.h"
 #include "ggml-lite/models/qwen35.h"
-#include "ggml-lite/safetensors.h"
+#include "gguf-tools/safetensors.h"
 
 namespace gl::test {
 

@@ -18,14 +18,14 @@ using MtpTest = FixtureModelTest;
 // row t pairs final_norm(h_t) with embed(x_{t+1}) at position t.
 TEST_P(MtpTest, PromptRowsMatchOracle) {
   const int T = static_cast<int>(fx_->prompt.size());
-  qwen35::MtpCache mc(*model_, 128, 64, *cpu_);
-  qwen35::Runner r(*model_, *cpu_, 128, 64);
-  r.set_hidden_sink(mc.h_trunk);
+  qwen35::Handoff io(*model_, *cpu_, 64);
+  qwen35::MtpCache mc(*model_, 128, *cpu_);
+  qwen35::Runner r(*model_, io, 128, 64);
   ASSERT_TRUE(r.eval(fx_->prompt, std::vector<int32_t>{T - 1}, {.hidden_all = true}).ok());
 
-  qwen35::MtpGraph g = qwen35::build_mtp_step(*model_, mc, {.n_rows = T - 1, .n_kv = 64, .n_outputs = T - 1});
+  qwen35::MtpGraph g = qwen35::build_mtp_step(*model_, mc, io, {.n_rows = T - 1, .n_kv = 64, .n_outputs = T - 1});
   g.h_mtp->flags |= TENSOR_OUTPUT;
-  Executor& ex = r.executor();
+  Executor& ex = io.executor();
   ASSERT_TRUE(ex.allocate(g.graph).ok());
   qwen35::fill_mtp_inputs(g, ex, fx_->prompt.data() + 1, 0, 0);
   ASSERT_TRUE(ex.compute(g.graph).ok());
@@ -44,13 +44,13 @@ TEST_P(MtpTest, PromptRowsMatchOracle) {
 // The raw-tap variant (A/B) feeds the pre-norm state and so must differ from the oracle.
 TEST_P(MtpTest, RawTapDiffersFromNormedOracle) {
   const int T = static_cast<int>(fx_->prompt.size());
-  qwen35::MtpCache mc(*model_, 128, 64, *cpu_);
-  qwen35::Runner r(*model_, *cpu_, 128, 64);
-  r.set_hidden_sink(mc.h_trunk);
+  qwen35::Handoff io(*model_, *cpu_, 64);
+  qwen35::MtpCache mc(*model_, 128, *cpu_);
+  qwen35::Runner r(*model_, io, 128, 64);
   ASSERT_TRUE(r.eval(fx_->prompt, std::vector<int32_t>{T - 1}, {.hidden_all = true}).ok());
   qwen35::MtpGraph g = qwen35::build_mtp_step(
-      *model_, mc, {.n_rows = T - 1, .n_kv = 64, .n_outputs = T - 1, .tap = qwen35::MtpTap::RAW});
-  Executor& ex = r.executor();
+      *model_, mc, io, {.n_rows = T - 1, .n_kv = 64, .n_outputs = T - 1, .tap = qwen35::MtpTap::RAW});
+  Executor& ex = io.executor();
   ASSERT_TRUE(ex.allocate(g.graph).ok());
   qwen35::fill_mtp_inputs(g, ex, fx_->prompt.data() + 1, 0, 0);
   ASSERT_TRUE(ex.compute(g.graph).ok());
@@ -61,8 +61,9 @@ TEST_P(MtpTest, RawTapDiffersFromNormedOracle) {
 
 // The MTP prefill graph writes MTP KV for all prompt rows and runs the LM head on one row only.
 TEST_P(MtpTest, PrefillGraphWritesAllRowsHeadsOne) {
-  qwen35::MtpCache mc(*model_, 128, 64, *cpu_);
-  qwen35::MtpGraph g = qwen35::build_mtp_step(*model_, mc, {.n_rows = 64, .n_kv = 128, .n_outputs = 1});
+  qwen35::Handoff io(*model_, *cpu_, 64);
+  qwen35::MtpCache mc(*model_, 128, *cpu_);
+  qwen35::MtpGraph g = qwen35::build_mtp_step(*model_, mc, io, {.n_rows = 64, .n_kv = 128, .n_outputs = 1});
   int kv_writes = 0;
   for (const Tensor* n : g.graph.nodes()) {
     if (n->op == Op::SET_ROWS && (n->view_src == mc.k || n->view_src == mc.v)) {

@@ -17,7 +17,7 @@
 
 #include "ggml-lite/dtype.h"
 #include "ggml-lite/gguf.h"
-#include "ggml-lite/safetensors.h"
+#include "gguf-tools/safetensors.h"
 
 namespace gl::tools::test {
 

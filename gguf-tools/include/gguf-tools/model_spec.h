@@ -1,19 +1,20 @@
-// model_spec.h - the GGUF layout of llama.cpp's qwen35 / qwen35moe architectures: keys,
-// tensor names, ggml shapes, output types, and the Hugging Face tensor each one comes from.
+// model_spec.h - how a Hugging Face Qwen3.5 checkpoint maps onto llama.cpp's qwen35 / qwen35moe
+// GGUF layout: hyperparameters from config.json, and for each GGUF tensor its output type and
+// the Hugging Face tensor (and transform) it comes from.
 //
-//   gl::Result<gl::tools::ModelDims> d = gl::tools::dims_from_hf(*hf_config);
+//   gl::Result<gl::qwen35::Hparams> hp = gl::tools::hparams_from_hf(*hf_config);
 //   gl::GgufFile meta;
-//   gl::tools::write_model_keys(meta, *d, "Qwen3.5-9B", gl::DType::F16);
-//   for (const gl::tools::TensorSpec& s : gl::tools::tensor_specs(*d))
+//   gl::tools::write_model_keys(meta, *hp, "Qwen3.5-9B", gl::DType::F16);
+//   for (const gl::tools::TensorSpec& s : gl::tools::tensor_specs(*hp))
 //     fmt::print("{} {} <- {}\n", s.name, fmt::join(s.ne, "x"), s.hf);
 //
-// The converter (convert.h) and the synthesiser (synth.h) both build files from this one
-// table, so a synthetic file has exactly the names, shapes, types and keys of a converted one.
-// Names, keys and transforms follow docs/reference/ggml-llamacpp.md section 10 and
-// llama.cpp's conversion/qwen.py (Qwen3_5TextModel / Qwen3_5MoeTextModel).
+// The hyperparameter struct, the GGUF keys and the tensor names and shapes are the loader's own
+// (ggml-lite/models/qwen35_hparams.h); this file adds only the Hugging Face side. The converter
+// (convert.h) and the synthesiser (synth.h) both build files from it, so a synthetic file has
+// exactly the names, shapes, types and keys of a converted one. Transforms follow
+// docs/reference/ggml-llamacpp.md section 10 and llama.cpp's conversion/qwen.py.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,55 +22,16 @@
 
 #include "ggml-lite/dtype.h"
 #include "ggml-lite/gguf.h"
-#include "ggml-lite/hf_config.h"
+#include "ggml-lite/models/qwen35_hparams.h"
 #include "ggml-lite/status.h"
+#include "gguf-tools/hf_config.h"
 
 namespace gl::tools {
 
-// Hyperparameters of a qwen35 / qwen35moe model, in llama.cpp's terms.
-struct ModelDims {
-  std::string arch;     // "qwen35" (dense) or "qwen35moe"
-  int64_t n_layer = 0;  // trunk layers
-  int64_t n_mtp = 0;    // MTP layers, stored as blk.{n_layer + k}
-  int64_t n_embd = 0;
-  int64_t n_vocab = 0;
-  int64_t n_ctx = 0;  // context_length (max_position_embeddings); 0 = not written
-  int64_t n_ff = 0;   // dense MLP width; 0 for MoE (feed_forward_length is then not written)
-  int64_t n_head = 0;
-  int64_t n_head_kv = 0;
-  int64_t head_dim = 0;  // key_length = value_length
-  int64_t n_rot = 0;     // rope.dimension_count = head_dim * partial_rotary_factor
-  double rope_theta = 0;
-  std::array<int32_t, 4> rope_sections{11, 11, 10, 0};
-  double rms_eps = 1e-6;
-  int64_t full_attn_interval = 4;
-  // Gated DeltaNet: Kc, Dk, Hk, Hv, Dv.
-  int64_t ssm_conv_kernel = 0;
-  int64_t ssm_d_state = 0;
-  int64_t ssm_n_group = 0;
-  int64_t ssm_dt_rank = 0;
-  int64_t ssm_head_v_dim = 0;
-  // MoE (all 0 for dense).
-  int64_t n_expert = 0;
-  int64_t n_expert_used = 0;
-  int64_t n_ff_exp = 0;
-  int64_t n_ff_shexp = 0;
-  bool tied_embeddings = false;
-
-  bool is_moe() const { return n_expert > 0; }
-  int64_t n_block() const { return n_layer + n_mtp; }
-  // llama.cpp's rule: trunk layer il is Gated DeltaNet iff (il + 1) % interval != 0; MTP
-  // layers are always full attention.
-  bool is_recurrent(int64_t il) const { return il < n_layer && (il + 1) % full_attn_interval != 0; }
-  int64_t ssm_inner() const { return ssm_dt_rank * ssm_head_v_dim; }         // Hv * Dv
-  int64_t ssm_key_dim() const { return ssm_n_group * ssm_d_state; }          // Hk * Dk
-  int64_t conv_channels() const { return 2 * ssm_key_dim() + ssm_inner(); }  // q | k | v
-};
+using qwen35::Hparams;
 
 // Checks the model_type / architecture and maps the config. Errors name what is unsupported.
-Result<ModelDims> dims_from_hf(const HfConfig& c);
-// Sanity checks shared by the converter and the synthesiser (positive sizes, divisibility).
-Status validate_dims(const ModelDims& d);
+Result<Hparams> hparams_from_hf(const HfConfig& c);
 
 // How the synthesiser initialises a tensor (and how its values are distributed in real models).
 enum class Role : uint8_t {
@@ -100,7 +62,7 @@ enum class Xform : uint8_t {
 };
 
 struct TensorSpec {
-  std::string name;         // GGUF name, e.g. "blk.3.attn_qkv.weight"
+  std::string name;         // GGUF name, e.g. "blk.3.attn_qkv.weight" (qwen35::weight_layout)
   std::vector<int64_t> ne;  // ggml order, ne[0] contiguous
   Role role;
   Xform xform;
@@ -116,7 +78,7 @@ struct TensorSpec {
 
 // Every tensor of the file in writing order: token_embd, blk.0 .. blk.{n_block-1} (MTP last),
 // output_norm, output (absent when tied).
-std::vector<TensorSpec> tensor_specs(const ModelDims& d);
+std::vector<TensorSpec> tensor_specs(const Hparams& hp);
 
 // Gated DeltaNet value heads: Hugging Face stores them grouped by key head, llama.cpp tiled
 // (see model_spec.cpp). Returns the grouped index of the value head at tiled position p; the
@@ -125,7 +87,7 @@ int64_t grouped_head_for_tiled(int64_t p, int64_t n_k_heads, int64_t n_v_heads);
 
 // The llama_ftype written as general.file_type for an output type.
 uint32_t llama_ftype(DType type);
-inline constexpr uint32_t kQuantizationVersion = 2;  // GGML_QNT_VERSION
+using qwen35::kQuantizationVersion;
 
 // The output type of one tensor for a requested file type, following llama.cpp's converter:
 // 1-D tensors, norms, names not ending in ".weight" (ssm_a, ssm_dt.bias), the MoE routers and
@@ -134,8 +96,7 @@ DType output_type(const TensorSpec& s, DType requested);
 // The same rules by name, for files without a spec (gguf-quantize).
 bool keep_f32(std::string_view name, int n_dims);
 
-// Writes general.* (architecture, type, name, file_type, quantization_version when quantized)
-// and every {arch}.* key of section 10, in the order llama.cpp's converter writes them.
-void write_model_keys(GgufFile& meta, const ModelDims& d, const std::string& name, DType file_type);
+// Hparams::write_gguf with general.file_type and quantization_version taken from file_type.
+void write_model_keys(GgufFile& meta, const Hparams& hp, const std::string& name, DType file_type);
 
 }  // namespace gl::tools

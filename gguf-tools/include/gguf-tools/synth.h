@@ -35,7 +35,7 @@ namespace gl::tools {
 struct SynthPreset {
   std::string name;
   std::string description;
-  ModelDims dims;
+  Hparams dims;
 };
 
 // qwen35-0.8b, qwen35-9b, qwen35-35b-a3b, tiny (dense, 4 + 1 MTP layers), tiny-moe.

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "ggml-lite/gguf.h"
-#include "ggml-lite/hf_config.h"
 #include "ggml-lite/status.h"
+#include "gguf-tools/hf_config.h"
 
 namespace gl::tools {
 
@@ -69,8 +69,5 @@ Result<TokenizerMeta> parse_hf_tokenizer(std::string_view tokenizer_json, std::s
 TokenizerMeta synth_tokenizer(int64_t vocab_size);
 
 void write_tokenizer_keys(GgufFile& meta, const TokenizerMeta& t);
-
-// GPT-2's byte-to-unicode map: the token text of byte b, UTF-8 encoded.
-std::string byte_token(uint8_t b);
 
 }  // namespace gl::tools

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 namespace gl::qwen35::detail {
 namespace {
@@ -15,6 +16,13 @@ Tensor* named(Tensor* t, const char* name, int il) {
 constexpr size_t kF32 = sizeof(float);
 
 }  // namespace
+
+std::vector<float> causal_mask(int n_kv, int n_rows, int pos0) {
+  std::vector<float> mask(static_cast<size_t>(n_kv) * n_rows, -std::numeric_limits<float>::infinity());
+  for (int i = 0; i < n_rows; ++i)
+    for (int j = 0; j <= pos0 + i && j < n_kv; ++j) mask[static_cast<size_t>(i) * n_kv + j] = 0.0f;
+  return mask;
+}
 
 Tensor* norm(StepCtx& s, Tensor* x, Tensor* w, const char* name, int il) {
   return named(mul(s.ctx, rms_norm(s.ctx, x, s.hp.eps), w), name, il);

@@ -17,6 +17,10 @@ struct StepCtx {
   std::vector<Tensor*>& effects;  // cache writes no output depends on; built into the graph too
 };
 
+// The F32 [n_kv, n_rows] attention mask of rows at positions pos0, pos0 + 1, ..: 0 where row i
+// may see cache slot j (j <= pos0 + i), -inf elsewhere. The trunk and the MTP head both use it.
+std::vector<float> causal_mask(int n_kv, int n_rows, int pos0);
+
 // RMSNorm with a stored weight (GGUF weights already carry the +1).
 Tensor* norm(StepCtx& s, Tensor* x, Tensor* w, const char* name, int il);
 

@@ -12,12 +12,6 @@ namespace {
 
 using Shape = std::array<int64_t, kMaxDims>;
 
-Shape dims(std::initializer_list<int64_t> ne) {
-  Shape s{1, 1, 1, 1};
-  std::copy(ne.begin(), ne.end(), s.begin());
-  return s;
-}
-
 std::string shape_text(const Shape& s) { return fmt::format("[{}, {}, {}, {}]", s[0], s[1], s[2], s[3]); }
 
 // Creates the weight tensor `name` with the expected shape, after checking the GGUF entry.
@@ -49,81 +43,50 @@ class Binder {
   std::vector<std::pair<Tensor*, const GgufTensorInfo*>> infos_;
 };
 
-#define GL_BIND(dst, ...)              \
-  do {                                 \
-    auto r_ = b.get(__VA_ARGS__);      \
-    if (!r_) return Error(r_.error()); \
-    dst = *r_;                         \
-  } while (0)
-
-Status bind_attention(Binder& b, const Hparams& hp, const std::string& p, LayerWeights& l) {
-  const int64_t hd = hp.head_dim, e = hp.n_embd;
-  GL_BIND(l.wq, p + "attn_q.weight", dims({e, 2 * hd * hp.n_head}));
-  GL_BIND(l.wk, p + "attn_k.weight", dims({e, hd * hp.n_head_kv}));
-  GL_BIND(l.wv, p + "attn_v.weight", dims({e, hd * hp.n_head_kv}));
-  GL_BIND(l.wo, p + "attn_output.weight", dims({hd * hp.n_head, e}));
-  GL_BIND(l.q_norm, p + "attn_q_norm.weight", dims({hd}));
-  GL_BIND(l.k_norm, p + "attn_k_norm.weight", dims({hd}));
-  return {};
-}
-
-Status bind_gdn(Binder& b, const Hparams& hp, const std::string& p, LayerWeights& l) {
-  const int64_t e = hp.n_embd, hv = hp.n_v_heads, inner = hp.n_v_heads * hp.d_v;
-  GL_BIND(l.wqkv, p + "attn_qkv.weight", dims({e, hp.conv_dim()}));
-  GL_BIND(l.wgate, p + "attn_gate.weight", dims({e, inner}));
-  GL_BIND(l.ssm_conv1d, p + "ssm_conv1d.weight", dims({hp.conv_kernel, hp.conv_dim()}));
-  GL_BIND(l.ssm_dt, p + "ssm_dt.bias", dims({hv}));
-  GL_BIND(l.ssm_a, p + "ssm_a", dims({hv}));
-  GL_BIND(l.ssm_beta, p + "ssm_beta.weight", dims({e, hv}));
-  GL_BIND(l.ssm_alpha, p + "ssm_alpha.weight", dims({e, hv}));
-  GL_BIND(l.ssm_norm, p + "ssm_norm.weight", dims({hp.d_v}));
-  GL_BIND(l.ssm_out, p + "ssm_out.weight", dims({inner, e}));
-  return {};
-}
-
-Status bind_ffn(Binder& b, const Hparams& hp, const std::string& p, LayerWeights& l) {
-  const int64_t e = hp.n_embd;
-  if (hp.arch == Arch::DENSE) {
-    GL_BIND(l.ffn_gate, p + "ffn_gate.weight", dims({e, hp.n_ff}));
-    GL_BIND(l.ffn_up, p + "ffn_up.weight", dims({e, hp.n_ff}));
-    GL_BIND(l.ffn_down, p + "ffn_down.weight", dims({hp.n_ff, e}));
-    return {};
+// The weight tensor the layout entry w binds to.
+Tensor*& slot(Model& m, const WeightSpec& w) {
+  if (w.block < 0)
+    return w.id == WeightId::TOKEN_EMBD ? m.tok_embd : w.id == WeightId::OUTPUT ? m.output : m.output_norm;
+  LayerWeights& l = m.layers[static_cast<size_t>(w.block)];
+  switch (w.id) {
+    case WeightId::TOKEN_EMBD:
+    case WeightId::OUTPUT_NORM:
+    case WeightId::OUTPUT: break;
+    case WeightId::ATTN_NORM: return l.attn_norm;
+    case WeightId::POST_ATTN_NORM: return l.post_attention_norm;
+    case WeightId::ATTN_Q: return l.wq;
+    case WeightId::ATTN_K: return l.wk;
+    case WeightId::ATTN_V: return l.wv;
+    case WeightId::ATTN_OUTPUT: return l.wo;
+    case WeightId::ATTN_Q_NORM: return l.q_norm;
+    case WeightId::ATTN_K_NORM: return l.k_norm;
+    case WeightId::SSM_QKV: return l.wqkv;
+    case WeightId::SSM_GATE: return l.wgate;
+    case WeightId::SSM_CONV1D: return l.ssm_conv1d;
+    case WeightId::SSM_DT: return l.ssm_dt;
+    case WeightId::SSM_A: return l.ssm_a;
+    case WeightId::SSM_BETA: return l.ssm_beta;
+    case WeightId::SSM_ALPHA: return l.ssm_alpha;
+    case WeightId::SSM_NORM: return l.ssm_norm;
+    case WeightId::SSM_OUT: return l.ssm_out;
+    case WeightId::FFN_GATE: return l.ffn_gate;
+    case WeightId::FFN_UP: return l.ffn_up;
+    case WeightId::FFN_DOWN: return l.ffn_down;
+    case WeightId::FFN_GATE_INP: return l.ffn_gate_inp;
+    case WeightId::FFN_GATE_EXPS: return l.ffn_gate_exps;
+    case WeightId::FFN_UP_EXPS: return l.ffn_up_exps;
+    case WeightId::FFN_DOWN_EXPS: return l.ffn_down_exps;
+    case WeightId::FFN_GATE_INP_SHEXP: return l.ffn_gate_inp_shexp;
+    case WeightId::FFN_GATE_SHEXP: return l.ffn_gate_shexp;
+    case WeightId::FFN_UP_SHEXP: return l.ffn_up_shexp;
+    case WeightId::FFN_DOWN_SHEXP: return l.ffn_down_shexp;
+    case WeightId::NEXTN_EH_PROJ: return l.eh_proj;
+    case WeightId::NEXTN_ENORM: return l.enorm;
+    case WeightId::NEXTN_HNORM: return l.hnorm;
+    case WeightId::NEXTN_SHARED_HEAD_NORM: return l.shared_head_norm;
   }
-  const int64_t fe = hp.n_ff_exp, ne = hp.n_expert;
-  GL_BIND(l.ffn_gate_inp, p + "ffn_gate_inp.weight", dims({e, ne}));
-  GL_BIND(l.ffn_gate_exps, p + "ffn_gate_exps.weight", dims({e, fe, ne}));
-  GL_BIND(l.ffn_up_exps, p + "ffn_up_exps.weight", dims({e, fe, ne}));
-  GL_BIND(l.ffn_down_exps, p + "ffn_down_exps.weight", dims({fe, e, ne}));
-  if (hp.n_ff_shexp > 0) {
-    GL_BIND(l.ffn_gate_inp_shexp, p + "ffn_gate_inp_shexp.weight", dims({e}));
-    GL_BIND(l.ffn_gate_shexp, p + "ffn_gate_shexp.weight", dims({e, hp.n_ff_shexp}));
-    GL_BIND(l.ffn_up_shexp, p + "ffn_up_shexp.weight", dims({e, hp.n_ff_shexp}));
-    GL_BIND(l.ffn_down_shexp, p + "ffn_down_shexp.weight", dims({hp.n_ff_shexp, e}));
-  }
-  return {};
-}
-
-Status bind_nextn(Binder& b, const Hparams& hp, const std::string& p, LayerWeights& l) {
-  const int64_t e = hp.n_embd;
-  GL_BIND(l.eh_proj, p + "nextn.eh_proj.weight", dims({2 * e, e}));
-  GL_BIND(l.enorm, p + "nextn.enorm.weight", dims({e}));
-  GL_BIND(l.hnorm, p + "nextn.hnorm.weight", dims({e}));
-  GL_BIND(l.shared_head_norm, p + "nextn.shared_head_norm.weight", dims({e}), false);
-  return {};
-}
-
-Status bind_layer(Binder& b, const Hparams& hp, int il, LayerWeights& l) {
-  const std::string p = fmt::format("blk.{}.", il);
-  GL_BIND(l.attn_norm, p + "attn_norm.weight", dims({hp.n_embd}));
-  GL_BIND(l.post_attention_norm, p + "post_attention_norm.weight", dims({hp.n_embd}));
-  if (hp.is_recurrent(il)) {
-    GL_TRY(bind_gdn(b, hp, p, l));
-  } else {
-    GL_TRY(bind_attention(b, hp, p, l));
-  }
-  GL_TRY(bind_ffn(b, hp, p, l));
-  if (il >= hp.n_layer) GL_TRY(bind_nextn(b, hp, p, l));
-  return {};
+  GL_ASSERT(false, "slot: a global weight with a block index");
+  return m.tok_embd;
 }
 
 // The file name, or for a layout built in memory its general.name.
@@ -137,18 +100,15 @@ std::string model_label(const GgufFile& f) {
 
 Result<Model::Bound> Model::bind() {
   Binder b(file_, ctx_);
-  const int64_t e = hp_.n_embd;
-  auto emb = b.get("token_embd.weight", dims({e, hp_.n_vocab}));
-  if (!emb) return Error(emb.error());
-  tok_embd = *emb;
-  auto onorm = b.get("output_norm.weight", dims({e}));
-  if (!onorm) return Error(onorm.error());
-  output_norm = *onorm;
-  auto out = b.get("output.weight", dims({e, hp_.n_vocab}), false);
-  if (!out) return Error(out.error());
-  output = *out ? *out : tok_embd;
-  layers.resize(static_cast<size_t>(hp_.n_layer + hp_.n_nextn));
-  for (int il = 0; il < static_cast<int>(layers.size()); ++il) GL_TRY(bind_layer(b, hp_, il, layers[il]));
+  layers.resize(static_cast<size_t>(hp_.n_block()));
+  for (const WeightSpec& w : weight_layout(hp_)) {
+    Shape expect{1, 1, 1, 1};
+    std::copy(w.ne.begin(), w.ne.end(), expect.begin());
+    Result<Tensor*> t = b.get(w.name, expect, w.required);
+    if (!t) return Error(t.error());
+    slot(*this, w) = *t;
+  }
+  if (hp_.tied_embeddings) output = tok_embd;
   return b.bound();
 }
 

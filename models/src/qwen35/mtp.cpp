@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <vector>
 
 #include "layers.h"
@@ -12,14 +11,12 @@
 
 namespace gl::qwen35 {
 
-MtpCache::MtpCache(const Model& m, int n_ctx, int max_rows, Backend& backend)
-    : backend_(backend), n_ctx_(n_ctx), max_rows_(max_rows) {
+MtpCache::MtpCache(const Model& m, int n_ctx, Backend& backend) : backend_(backend), n_ctx_(n_ctx) {
   const Hparams& hp = m.hparams();
   GL_ASSERT(m.has_mtp(), "the model has no MTP layer");
   const int64_t row = hp.head_dim * hp.n_head_kv;
   k = ctx_.new_tensor(DType::F32, {row, n_ctx}, "mtp_cache_k");
   v = ctx_.new_tensor(DType::F32, {row, n_ctx}, "mtp_cache_v");
-  h_trunk = ctx_.new_tensor(DType::F32, {hp.n_embd, max_rows}, "mtp_h_trunk");
   h_chain = ctx_.new_tensor(DType::F32, {hp.n_embd, 1}, "mtp_h_chain");
   buf_ = detail::alloc_persistent(ctx_, backend);
   status_ = detail::persistent_status(buf_.get(), ctx_, backend, "MTP cache");
@@ -27,11 +24,13 @@ MtpCache::MtpCache(const Model& m, int n_ctx, int max_rows, Backend& backend)
 
 void MtpCache::clear() { detail::zero_all(ctx_, backend_); }
 
-MtpGraph build_mtp_step(const Model& m, MtpCache& mc, const MtpShape& shape) {
+MtpGraph build_mtp_step(const Model& m, MtpCache& mc, const Handoff& io, const MtpShape& shape) {
   const Hparams& hp = m.hparams();
   const LayerWeights& w = m.layers[static_cast<size_t>(hp.n_layer)];
   GL_ASSERT(shape.n_rows >= 1 && shape.n_rows <= shape.n_kv && shape.n_kv <= mc.n_ctx(), "bad MTP shape");
   GL_ASSERT(shape.n_outputs >= 0 && shape.n_outputs <= shape.n_rows, "bad MTP n_outputs");
+  GL_ASSERT(!shape.from_trunk || (io.hidden() && io.hidden()->ne[1] >= shape.n_rows),
+            "an MTP step from the trunk needs a Handoff with n_rows hidden rows");
   MtpGraph g;
   g.ctx = std::make_unique<Context>();
   g.shape = shape;
@@ -50,7 +49,7 @@ MtpGraph build_mtp_step(const Model& m, MtpCache& mc, const MtpShape& shape) {
   detail::StepCtx s{c, hp, step, sin, effects};
   const int il = hp.n_layer;
 
-  Tensor* h = get_rows(c, shape.from_trunk ? mc.h_trunk : mc.h_chain, g.in.h_rows);  // [n_embd, R]
+  Tensor* h = get_rows(c, shape.from_trunk ? io.hidden() : mc.h_chain, g.in.h_rows);  // [n_embd, R]
   if (shape.from_trunk && shape.tap == MtpTap::NORMED) h = detail::norm(s, h, m.output_norm, "mtp_h_normed", -1);
   Tensor* e = get_rows(c, m.tok_embd, g.in.tokens);
   Tensor* ch = concat(c, detail::norm(s, e, w.enorm, "mtp_enorm", -1), detail::norm(s, h, w.hnorm, "mtp_hnorm", -1), 0);
@@ -82,9 +81,7 @@ void fill_mtp_inputs(const MtpGraph& g, Executor& ex, const int32_t* tokens, int
     pos[i] = pos0 + i;
     rows[i] = h_row0 + i;
   }
-  std::vector<float> mask(static_cast<size_t>(n_kv) * R, -std::numeric_limits<float>::infinity());
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j <= pos0 + i && j < n_kv; ++j) mask[static_cast<size_t>(i) * n_kv + j] = 0.0f;
+  const std::vector<float> mask = detail::causal_mask(n_kv, R, pos0);
   std::vector<int32_t> outs(static_cast<size_t>(std::max(g.shape.n_outputs, 1)));
   for (size_t i = 0; i < outs.size(); ++i) outs[i] = R - static_cast<int32_t>(outs.size()) + static_cast<int32_t>(i);
   ex.set_input(*g.in.tokens, tokens);

@@ -8,13 +8,27 @@
 namespace gl::qwen35 {
 
 Runner::Runner(const Model& m, Backend& backend, int n_ctx, int kv_bucket)
-    : m_(m), backend_(backend), cache_(m, n_ctx, backend), ex_({&backend}), kv_bucket_(kv_bucket) {}
+    : own_io_(std::make_unique<Handoff>(m, backend)),
+      io_(*own_io_),
+      m_(m),
+      backend_(backend),
+      cache_(m, n_ctx, backend),
+      ex_(io_.executor()),
+      kv_bucket_(kv_bucket) {}
+
+Runner::Runner(const Model& m, Handoff& io, int n_ctx, int kv_bucket)
+    : io_(io),
+      m_(m),
+      backend_(io.backend()),
+      cache_(m, n_ctx, io.backend()),
+      ex_(io.executor()),
+      kv_bucket_(kv_bucket) {}
 
 StepGraph& Runner::step_for(const StepShape& sh) {
   const auto key = std::make_tuple(sh.n_tokens, sh.n_kv, sh.n_outputs, sh.n_states, sh.hidden_all);
   auto it = steps_.find(key);
   if (it == steps_.end())
-    it = steps_.emplace(key, build_step(m_, cache_, sh, sh.hidden_all ? hidden_sink_ : nullptr)).first;
+    it = steps_.emplace(key, build_step(m_, cache_, sh, sh.hidden_all ? io_.hidden() : nullptr)).first;
   return it->second;
 }
 

@@ -33,11 +33,15 @@ double SpecStats::mean_accepted_len() const {
 }
 
 Session::Session(const Model& m, Backend& backend, const RunConfig& cfg)
-    : m_(m), cfg_(cfg), runner_(m, backend, cfg.n_ctx, cfg.kv_bucket), sampler_(cfg.sampling) {
+    : m_(m),
+      cfg_(cfg),
+      // With MTP, every trunk step (prefill chunk or verify block) leaves its rows for the head.
+      io_(std::make_unique<Handoff>(m, backend, cfg.mtp_k > 0 ? std::max(cfg.n_batch, cfg.mtp_k + 1) : 0)),
+      runner_(m, *io_, cfg.n_ctx, cfg.kv_bucket),
+      sampler_(cfg.sampling) {
   backend.set_precision(cfg.precision);
   if (cfg.mtp_k > 0) {
-    mtp_ = std::make_unique<MtpCache>(m, cfg.n_ctx, std::max(cfg.n_batch, cfg.mtp_k + 1), backend);
-    runner_.set_hidden_sink(mtp_->h_trunk);
+    mtp_ = std::make_unique<MtpCache>(m, cfg.n_ctx, backend);
     stats_.spec.drafted.assign(static_cast<size_t>(cfg.mtp_k), 0);
     stats_.spec.accepted.assign(static_cast<size_t>(cfg.mtp_k), 0);
   }
@@ -54,6 +58,7 @@ Result<std::unique_ptr<Session>> Session::create(const Model& m, Backend& backen
         fmt::format("n_batch {} / n_ctx {} / kv_bucket {} are not usable", cfg.n_batch, cfg.n_ctx, cfg.kv_bucket));
   std::unique_ptr<Session> s(new Session(m, backend, cfg));
   GL_TRY(s->runner_.cache().status());
+  GL_TRY(s->io_->status());
   if (s->mtp_) GL_TRY(s->mtp_->status());
   return s;
 }
@@ -121,7 +126,7 @@ Status Session::prefill_mtp_chunk(int start, int len, bool last_chunk) {
   if (rows > 0) {
     MtpGraph& g = mtp_step(
         {.n_rows = rows, .n_kv = kv_span(start + rows), .from_trunk = true, .n_outputs = 0, .tap = cfg_.mtp_tap});
-    Executor& ex = runner_.executor();
+    Executor& ex = io_->executor();
     GL_TRY(ex.allocate(g.graph));
     fill_mtp_inputs(g, ex, tokens_.data() + start + 1, start, 0);
     GL_TRY(ex.compute(g.graph));
@@ -134,7 +139,7 @@ Status Session::prefill_mtp_chunk(int start, int len, bool last_chunk) {
 MtpGraph& Session::mtp_step(const MtpShape& sh) {
   const auto key = std::make_tuple(sh.n_rows, sh.n_kv, sh.from_trunk, sh.n_outputs);
   auto it = mtp_steps_.find(key);
-  if (it == mtp_steps_.end()) it = mtp_steps_.emplace(key, build_mtp_step(m_, *mtp_, sh)).first;
+  if (it == mtp_steps_.end()) it = mtp_steps_.emplace(key, build_mtp_step(m_, *mtp_, *io_, sh)).first;
   return it->second;
 }
 
@@ -144,7 +149,7 @@ Result<int32_t> Session::draft(int n_rows, bool from_trunk, const int32_t* token
                           .from_trunk = from_trunk,
                           .n_outputs = 1,
                           .tap = cfg_.mtp_tap});
-  Executor& ex = runner_.executor();
+  Executor& ex = io_->executor();
   GL_TRY(ex.allocate(g.graph));
   fill_mtp_inputs(g, ex, tokens, pos0, h_row0);
   GL_TRY(ex.compute(g.graph));
@@ -273,7 +278,7 @@ Status Session::speculative_round() {
   pending_.push_back(out);
   stats_.spec.rounds++;
   stats_.spec.emitted += a + 1;
-  n_catchup_ = a + 1;  // verify rows m .. m+a are committed; their hidden rows are h_trunk 0..a
+  n_catchup_ = a + 1;  // verify rows m .. m+a are committed; their hidden rows are io_->hidden() 0..a
   catchup_row0_ = 0;
   return {};
 }

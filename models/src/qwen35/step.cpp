@@ -1,7 +1,6 @@
 // step.cpp - the trunk step graph: embeddings, hybrid layers, output-row slicing, LM head.
 #include <fmt/format.h>
 
-#include <limits>
 #include <vector>
 
 #include "ggml-lite/executor.h"
@@ -79,9 +78,7 @@ void fill_step_inputs(const StepGraph& g, Executor& ex, const int32_t* tokens, i
   const StepShape& sh = g.shape;
   std::vector<int32_t> pos(static_cast<size_t>(sh.n_tokens));
   for (int i = 0; i < sh.n_tokens; ++i) pos[i] = n_past + i;
-  std::vector<float> mask(static_cast<size_t>(sh.n_kv) * sh.n_tokens, -std::numeric_limits<float>::infinity());
-  for (int i = 0; i < sh.n_tokens; ++i)
-    for (int j = 0; j <= n_past + i; ++j) mask[static_cast<size_t>(i) * sh.n_kv + j] = 0.0f;
+  const std::vector<float> mask = detail::causal_mask(sh.n_kv, sh.n_tokens, n_past);
   ex.set_input(*g.in.tokens, tokens);
   ex.set_input(*g.in.pos, pos.data());
   ex.set_input(*g.in.kq_mask, mask.data());

@@ -6,7 +6,7 @@
 //   gl::qwen35::StepGraph step = gl::qwen35::build_step(*m, cache, {.n_tokens = 64, .n_kv = 256});
 //   // write step.in.tokens / pos / kq_mask / out_ids, then run step.graph on an Executor
 //
-// Hyperparameters come from GGUF metadata (llama.cpp's keys); weights keep llama.cpp's layout:
+// Hyperparameters come from GGUF metadata (llama.cpp's keys, qwen35_hparams.h); weights keep llama.cpp's layout:
 // RMSNorm weights carry the +1 (except ssm_norm), ssm_a = -exp(A_log), and GDN value heads are
 // in tiled order (value head j reads key head j % Hk). The math is
 // docs/reference/qwen35-mtp-spec.md sections 3-7.
@@ -23,49 +23,10 @@
 #include "ggml-lite/executor.h"
 #include "ggml-lite/gguf.h"
 #include "ggml-lite/graph.h"
+#include "ggml-lite/models/qwen35_hparams.h"
 #include "ggml-lite/status.h"
 
 namespace gl::qwen35 {
-
-enum class Arch : uint8_t { DENSE, MOE };
-
-struct Hparams {
-  Arch arch = Arch::DENSE;
-  std::string arch_name;  // "qwen35" or "qwen35moe"
-  int n_layer = 0;        // trunk layers (block_count minus nextn layers)
-  int n_nextn = 0;        // MTP layers stored after the trunk (blk.{n_layer}...)
-  int64_t n_embd = 0;
-  int64_t n_vocab = 0;
-  int64_t n_ctx_train = 0;
-  float eps = 1e-6f;
-
-  // gated full attention
-  int n_head = 0;
-  int n_head_kv = 0;
-  int64_t head_dim = 0;
-  int rope_dims = 0;
-  float rope_base = 1e7f;
-  int full_attn_interval = 4;
-
-  // Gated DeltaNet
-  int64_t conv_kernel = 0;  // Kc
-  int64_t d_k = 0;          // key head dim (ssm.state_size)
-  int64_t n_k_heads = 0;    // Hk (ssm.group_count)
-  int64_t n_v_heads = 0;    // Hv (ssm.time_step_rank)
-  int64_t d_v = 0;          // value head dim (ssm.inner_size / Hv)
-
-  // FFN
-  int64_t n_ff = 0;
-  int n_expert = 0;
-  int n_expert_used = 0;
-  int64_t n_ff_exp = 0;
-  int64_t n_ff_shexp = 0;
-
-  bool is_recurrent(int il) const { return il < n_layer && (il + 1) % full_attn_interval != 0; }
-  int64_t conv_dim() const { return 2 * n_k_heads * d_k + n_v_heads * d_v; }
-
-  static Result<Hparams> from_gguf(const GgufFile& f);
-};
 
 struct LayerWeights {
   Tensor* attn_norm = nullptr;

@@ -7,15 +7,19 @@
 //   GL_TRY(r.rollback(n_accepted + 1));                                       // keep a prefix
 //
 // Step graphs are built once per shape (tokens, KV bucket, outputs, states) and reused; the
-// executor caches plans by graph fingerprint, so repeated steps cost no re-planning.
+// executor caches plans by graph fingerprint, so repeated steps cost no re-planning. With an MTP
+// head, the runner is handed the Handoff (handoff.h) that owns the executor and the buffer its
+// hidden_all steps write: Runner r(*model, io, n_ctx).
 #pragma once
 
 #include <map>
+#include <memory>
 #include <span>
 #include <tuple>
 #include <vector>
 
 #include "ggml-lite/executor.h"
+#include "ggml-lite/models/handoff.h"
 #include "ggml-lite/models/qwen35.h"
 
 namespace gl::qwen35 {
@@ -27,7 +31,11 @@ struct EvalOptions {
 
 class Runner {
  public:
+  // A runner with its own executor and no hidden-row buffer.
   Runner(const Model& m, Backend& backend, int n_ctx, int kv_bucket = 256);
+  // Runs on io's executor; hidden_all steps copy their pre-norm rows into io.hidden() when it
+  // has one (io must outlive the runner).
+  Runner(const Model& m, Handoff& io, int n_ctx, int kv_bucket = 256);
 
   // Runs tokens at positions cache().n_past.. and advances n_past. Returns the logits of
   // out_rows (indices into tokens), row-major [out_rows.size(), n_vocab].
@@ -44,11 +52,6 @@ class Runner {
   // After an eval with keep_states: keep only the first n_keep tokens of that step (KV is
   // truncated, GDN state and conv window restored from the snapshot of row n_keep - 1).
   Status rollback(int n_keep);
-  // Steps run with hidden_all copy their pre-norm hidden rows into sink (see build_step).
-  void set_hidden_sink(Tensor* sink) {
-    hidden_sink_ = sink;
-    steps_.clear();
-  }
   // The last step graph run (for dumps and for reading named tensors).
   const StepGraph* last_step() const { return last_; }
   Cache& cache() { return cache_; }
@@ -59,14 +62,15 @@ class Runner {
   Result<StepGraph*> run(std::span<const int32_t> tokens, std::span<const int32_t> out_rows, const EvalOptions& opt);
   Status check_tokens(std::span<const int32_t> tokens, int n_steps) const;
   StepShape shape_for(int n_tokens, int n_outputs, const EvalOptions& opt) const;
+  std::unique_ptr<Handoff> own_io_;  // set by the constructor without a Handoff
+  Handoff& io_;
   const Model& m_;
   Backend& backend_;
   Cache cache_;
-  Executor ex_;
+  Executor& ex_;  // io_'s
   int kv_bucket_;
   std::map<std::tuple<int, int, int, int, bool>, StepGraph> steps_;
   StepGraph* last_ = nullptr;
-  Tensor* hidden_sink_ = nullptr;
   int last_start_ = 0;  // n_past before the last step
 };
 

@@ -95,6 +95,7 @@ class Session {
 
   const Model& m_;
   RunConfig cfg_;
+  std::unique_ptr<Handoff> io_;  // the executor and hidden rows the trunk and the MTP head share
   Runner runner_;
   std::unique_ptr<MtpCache> mtp_;
   std::map<std::tuple<int, int, bool, int>, MtpGraph> mtp_steps_;
@@ -102,7 +103,7 @@ class Session {
   std::vector<int32_t> tokens_;  // prompt + emitted; the last one is not yet in the trunk
   std::deque<int32_t> pending_;  // emitted but not yet returned by next()
   int n_catchup_ = 0;            // trunk rows whose MTP KV still waits for their next token
-  int catchup_row0_ = 0;         // their first row in mtp_->h_trunk
+  int catchup_row0_ = 0;         // their first row in io_->hidden()
   SessionStats stats_;
 };
 

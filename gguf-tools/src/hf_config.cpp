@@ -1,5 +1,5 @@
 // hf_config.cpp - reads the Qwen3.5 / Qwen3-Next text fields from config.json.
-#include "ggml-lite/hf_config.h"
+#include "gguf-tools/hf_config.h"
 
 #include <sys/stat.h>
 

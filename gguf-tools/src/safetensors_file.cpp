@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "ggml-lite/mmap.h"
-#include "ggml-lite/safetensors.h"
+#include "gguf-tools/safetensors.h"
 #include "json_util.h"
 
 namespace gl {

@@ -1,5 +1,6 @@
 // hf_config.h - the text-model fields of a Hugging Face config.json for Qwen3.5 / Qwen3.6 /
 // Qwen3-Next (dense and MoE), see docs/reference/qwen35-mtp-spec.md section 1.
+// Part of gguf-tools, its only user (the converter); not installed with the library.
 //
 //   gl::Result<gl::HfConfig> c = gl::load_hf_config("/models/Qwen3.6-27B");  // dir or config.json
 //   if (!c) { fmt::print(stderr, "{}\n", c.error()); return 1; }

@@ -1,4 +1,5 @@
 // safetensors.h - reader for Hugging Face safetensors checkpoints (one file or sharded).
+// Part of gguf-tools, its only user (the converter); not installed with the library.
 //
 //   gl::Result<gl::SafetensorsModel> m = gl::SafetensorsModel::open("/models/Qwen3.6-27B");
 //   if (!m) { fmt::print(stderr, "{}\n", m.error()); return 1; }
