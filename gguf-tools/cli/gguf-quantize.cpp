@@ -22,9 +22,10 @@ Mixes (q4_0 ... q6_k, iq4_nl, iq4_xs, mxfp4_moe): each tensor gets the type llam
 give it for this architecture (e.g. q4_k_m: output q6_K, attn_v / attn_qkv / ffn_down of the
 "more bits" layers q6_K, the rest q4_K; rows that are not whole blocks fall back to a
 smaller-block type). No imatrix is used.
-Already-quantized inputs are dequantized to f32 first (with ggml-lite's reference dequantizers)
-and re-quantized, which adds the error of both formats; tensors already in their target type are
-copied. A type ggml-lite cannot dequantize is an error naming the tensor.
+With a mix, already-quantized input tensors are dequantized to f32 first (ggml-lite's reference
+dequantizers) and re-quantized, which adds the error of both formats; tensors already in their
+target type are copied, and a type ggml-lite cannot dequantize is an error naming the tensor.
+The plain targets copy already-quantized tensors unchanged.
 Sets general.file_type (llama.cpp's LLAMA_FTYPE number) and general.quantization_version = 2.
 The output is written to a temporary file and renamed when complete.)");
   gl::tools::QuantizeOptions o;
