@@ -80,6 +80,26 @@ TEST(MixPolicy, FallbacksForRowsThatAreNotWholeBlocks) {
   EXPECT_NE(types.error().find("blk.0.ffn_gate.weight"), std::string::npos) << types.error();
 }
 
+// Q4_K_M with 16 layers: the first and last eighth (0, 1, 14, 15) and every third layer from
+// n/8 (4, 7, 10, 13) get q6_K in attn_v and ffn_down; the rest stay q4_K.
+TEST(MixPolicy, MoreBitsLayersOfQ4_K_M) {
+  const MixModel m{.arch = "qwen35", .n_layer = 16, .n_expert = 0, .n_gqa = 2};
+  std::vector<GgufTensorInfo> ts;
+  for (int il = 15; il >= 0; --il)  // reverse order: the counters follow llama.cpp's order, not ours
+    for (const char* leaf : {"attn_v.weight", "ffn_down.weight", "attn_q.weight"}) {
+      GgufTensorInfo& t = ts.emplace_back();
+      t.name = "blk." + std::to_string(il) + "." + leaf, t.n_dims = 2, t.ne = {256, 256, 1, 1};
+    }
+  Result<std::vector<uint32_t>> types = mix_tensor_types(*mix_file_type_by_name("q4_k_m"), m, ts);
+  ASSERT_TRUE(types.ok()) << types.error();
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const int il = 15 - static_cast<int>(i / 3);
+    const bool more = il == 0 || il == 1 || il == 14 || il == 15 || il % 3 == 1;
+    const bool bumpable = i % 3 != 2;
+    EXPECT_EQ(ggml_type_name((*types)[i]), more && bumpable ? "q6_K" : "q4_K") << ts[i].name;
+  }
+}
+
 TEST(MixPolicy, NamesAreCaseInsensitive) {
   EXPECT_EQ(mix_file_type_by_name("Q4_K_M"), mix_file_type_by_name("q4_k_m"));
   EXPECT_EQ(mix_file_type_by_name("q4_k_m")->llama_ftype, 15u);
