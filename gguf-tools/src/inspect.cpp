@@ -2,6 +2,7 @@
 #include "gguf-tools/inspect.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -121,7 +122,34 @@ uint64_t data_bytes(const GgufFile& f) {
   return n;
 }
 
+double percent(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+std::string type_usage_text(const GgufFile& f) {
+  const uint64_t total = data_bytes(f);
+  std::string out = "types:\n";
+  for (const TypeUsage& u : type_usage(f))
+    out += fmt::format("  {:<8} {:>5} {:<7}  {:>10}  {:5.1f}%\n", ggml_type_name(u.ggml_type), u.count,
+                       u.count == 1 ? "tensor" : "tensors", human_bytes(u.bytes), percent(u.bytes, total));
+  return out;
+}
+
 }  // namespace
+
+std::vector<TypeUsage> type_usage(const GgufFile& f) {
+  std::map<uint32_t, TypeUsage> by_type;
+  for (const GgufTensorInfo& t : f.tensors()) {
+    TypeUsage& u = by_type[t.ggml_type];
+    u.ggml_type = t.ggml_type;
+    ++u.count;
+    u.bytes += t.nbytes;
+  }
+  std::vector<TypeUsage> out;
+  for (const auto& [type, u] : by_type) out.push_back(u);
+  std::stable_sort(out.begin(), out.end(), [](const TypeUsage& a, const TypeUsage& b) { return a.bytes > b.bytes; });
+  return out;
+}
 
 std::string shape_string(const GgufTensorInfo& t) {
   std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
@@ -164,6 +192,7 @@ std::string inspect_text(const GgufFile& f, const InspectOptions& opt) {
   for (const GgufKV& kv : f.kvs()) w = std::max(w, kv.key.size());
   for (const GgufKV& kv : f.kvs()) out += fmt::format("  {:<{}}  {}\n", kv.key, w, value_summary(kv.value, opt));
   out += fmt::format("tensors: {} ({} of data)\n", f.tensors().size(), human_bytes(data_bytes(f)));
+  out += type_usage_text(f);
   if (!opt.tensors) return out;
   size_t nw = 4;
   for (const GgufTensorInfo& t : f.tensors()) nw = std::max(nw, t.name.size());
@@ -202,6 +231,13 @@ json inspect_json(const GgufFile& f, const InspectOptions& opt) {
   j["metadata"] = std::move(meta);
   j["n_tensors"] = f.tensors().size();
   j["tensor_bytes"] = data_bytes(f);
+  json types = json::array();
+  for (const TypeUsage& u : type_usage(f))
+    types.push_back({{"type", ggml_type_name(u.ggml_type)},
+                     {"count", u.count},
+                     {"bytes", u.bytes},
+                     {"percent", percent(u.bytes, data_bytes(f))}});
+  j["types"] = std::move(types);
   if (!opt.tensors) return j;
   json ts = json::array();
   for (const GgufTensorInfo& t : f.tensors()) {

@@ -66,5 +66,33 @@ TEST(Inspect, TypesWeCannotComputeAreShown) {
   EXPECT_EQ(inspect_json(*g, {})["tensors"][0]["type"], "q4_K");
 }
 
+TEST(Inspect, PerTypeSummaryOfAMix) {
+  const std::string path = tmp_dir() + "/mix.gguf";
+  std::vector<uint8_t> q4k(2 * 144, 0x5a), q6k(210, 0x11), f32(4 * 64, 0);
+  GgufFile f;
+  f.set("general.architecture", "llama");
+  ASSERT_TRUE(f.add_tensor("blk.0.ffn_up.weight", 12u, std::vector<int64_t>{256, 2}, q4k.data()).ok());
+  ASSERT_TRUE(f.add_tensor("blk.0.ffn_down.weight", 12u, std::vector<int64_t>{256, 2}, q4k.data()).ok());
+  ASSERT_TRUE(f.add_tensor("output.weight", 14u, std::vector<int64_t>{256, 1}, q6k.data()).ok());
+  ASSERT_TRUE(f.add_tensor("output_norm.weight", 0u, std::vector<int64_t>{64}, f32.data()).ok());
+  ASSERT_TRUE(f.write(path).ok());
+  Result<GgufFile> g = GgufFile::open(path);
+  ASSERT_TRUE(g.ok()) << g.error();
+  const std::vector<TypeUsage> u = type_usage(*g);
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[0].ggml_type, 12u);
+  EXPECT_EQ(u[0].count, 2u);
+  EXPECT_EQ(u[0].bytes, 576u);
+  EXPECT_EQ(u[1].ggml_type, 0u);
+  EXPECT_EQ(u[2].ggml_type, 14u);
+  const std::string text = inspect_text(*g, {.tensors = false});
+  EXPECT_NE(text.find("q4_K         2 tensors"), std::string::npos) << text;
+  EXPECT_NE(text.find("55.3%"), std::string::npos) << text;  // 576 of 1042 bytes
+  const nlohmann::ordered_json j = inspect_json(*g, {});
+  ASSERT_EQ(j["types"].size(), 3u);
+  EXPECT_EQ(j["types"][2]["type"], "q6_K");
+  EXPECT_EQ(j["types"][2]["count"], 1);
+}
+
 }  // namespace
 }  // namespace gl::tools::test

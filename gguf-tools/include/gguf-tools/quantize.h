@@ -1,8 +1,15 @@
-// quantize.h - re-encodes the weights of a GGUF file (F32/F16/BF16 -> Q8_0, or between float
-// types), streaming tensor by tensor from the mapped input.
+// quantize.h - re-encodes the weights of a GGUF file (F32/F16/BF16 -> Q8_0, between float
+// types, or into a llama.cpp mix such as q4_k_m), streaming tensor by tensor from the mapped input.
 //
 //   gl::tools::QuantizeOptions o{.input = "m-f16.gguf", .output = "m-q8_0.gguf", .type = gl::DType::Q8_0};
 //   gl::Result<gl::tools::QuantizeReport> r = gl::tools::quantize_file(o);
+//   o.file_type = "q4_k_m";  // any quant_mix.h name; overrides type
+//
+// With file_type set to a mix (q4_0 ... q6_k, iq4_nl, iq4_xs, mxfp4_moe), every tensor gets the
+// type llama-quantize would give it (quant_mix.h), encoded with the quants registry; an input
+// tensor that is already quantized is dequantized with the registry's to_float first (an error
+// naming the tensor when the registry cannot). general.file_type is the mix's llama_ftype.
+// The plain targets (q8_0, f16, bf16, f32, by type or file_type) follow the rule below.
 //
 // A tensor is re-encoded when it is F32/F16/BF16, has 2+ dims (ignoring trailing 1s), is not one
 // of the tensors llama.cpp keeps in F32 (norms, routers, ssm_conv1d, names not ending in
@@ -24,6 +31,7 @@ struct QuantizeOptions {
   std::string input;
   std::string output;
   DType type = DType::Q8_0;  // Q8_0, F16, BF16 or F32
+  std::string file_type;     // a quant_mix.h file type name, case-insensitive ("Q4_K_M"); empty: type
   bool progress = false;
 };
 
