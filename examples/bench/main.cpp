@@ -22,7 +22,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <thread>
 
 #include "bench.h"
@@ -70,9 +69,10 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--spec", p.spec, "MTP draft counts K for spec rows (list)")->delimiter(',')->check(CLI::Range(1, 16));
   app.add_option("--greedy-chain", p.greedy_chain, "tg rows: decode steps chained on the device per host round trip")
       ->check(CLI::Range(1, 64));
-  app.add_option("--precision", p.precision, "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, gl::Precision>{{"exact", gl::Precision::EXACT}, {"fast", gl::Precision::FAST}}));
+  app.add_option_function<std::string>(
+         "--precision", [&p](const std::string& name) { p.precision = *gl::precision_from_name(name); },
+         "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
+      ->check(CLI::IsMember({"exact", "fast"}));
   app.add_flag("--force-accept", p.force_accept,
                "spec rows accept every draft unchecked (loop ceiling; not the model's output)");
   app.add_option("-r,--repetitions", p.reps, "timed repetitions per row")

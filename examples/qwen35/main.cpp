@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <string>
 
 #include "ggml-lite/cpu.h"
@@ -56,9 +55,10 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("-t,--threads", a.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   app.add_option("-c,--ctx", a.ctx, "context size")->check(CLI::PositiveNumber);
   app.add_option("-b,--batch", a.batch, "prefill chunk size")->check(CLI::PositiveNumber);
-  app.add_option("--precision", a.precision, "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, gl::Precision>{{"exact", gl::Precision::EXACT}, {"fast", gl::Precision::FAST}}));
+  app.add_option_function<std::string>(
+         "--precision", [&a](const std::string& name) { a.precision = *gl::precision_from_name(name); },
+         "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
+      ->check(CLI::IsMember({"exact", "fast"}));
   app.add_option("--backend", a.backend, "compute backend (auto: cuda when built with it and a GPU is present)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--dump-graph", a.dump_graph, "print a step graph as text and exit")

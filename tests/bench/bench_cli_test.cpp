@@ -112,12 +112,13 @@ TEST(BenchCli, SpecSweepKeepsGreedyParity) {
 }
 
 TEST(BenchCli, MarkdownTableAndGivenBandwidth) {
-  const BenchRun r = bench("--synth tiny-moe --backend cpu -t 1 -p 8 -n 4 -r 1 --warmup 0 --bandwidth 10");
+  const BenchRun r =
+      bench("--synth tiny-moe --backend cpu -t 1 -p 8 -n 4 -r 1 --warmup 0 --bandwidth 10 --precision fast");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("| model | type | backend | precision | test | t/s | ± | % floor | notes |"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | exact | pp 8 |"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | exact | tg 4 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | fast | pp 8 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | fast | tg 4 |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("at 10.0 GB/s (given)"), std::string::npos) << r.out;
 }
 
@@ -150,6 +151,7 @@ TEST(BenchCli, BadInputExitsOneWithAMessage) {
       {"--synth tiny --backend cpu -c 16 -p 32 -n 0", "pp 32 needs a context of 32 positions, more than -c 16"},
       {"--synth tiny --backend cpu -p 0 -n 8 --spec 0", "--spec"},
       {"--synth tiny --backend cpu --force-accept", "--force-accept needs --spec"},
+      {"--synth tiny --precision medium", "--precision"},
       {"-m " + no_mtp + " --backend cpu -p 8 -n 4 --spec 2", "has no MTP layer"},
       {"--synth tiny -o /nonexistent/folder/out.json", "folder '/nonexistent/folder' does not exist"},
   };
