@@ -45,6 +45,8 @@ void* Pool::alloc(size_t bytes) {
     return nullptr;
   }
   GL_CUDA_CHECK(e);
+  ++n_mallocs_;
+  malloc_bytes_ += cls;
   return p;
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 
@@ -38,10 +39,16 @@ class Pool {
   // Returns a block from alloc(bytes) to the cache.
   void release(void* p, size_t bytes);
   size_t cached_bytes() const { return cached_bytes_; }
+  // cudaMalloc calls made so far and their bytes (cache hits not counted): the backend's device
+  // allocations, since kernels take their scratch from the planner's arena.
+  int64_t n_mallocs() const { return n_mallocs_; }
+  size_t malloc_bytes() const { return malloc_bytes_; }
 
  private:
   void free_cached();
   int device_;
+  int64_t n_mallocs_ = 0;
+  size_t malloc_bytes_ = 0;
   std::multimap<size_t, void*> cached_;  // size class -> free block
   size_t cached_bytes_ = 0;
 };

@@ -113,6 +113,8 @@ size_t node_workspace(const Tensor& node) {
   if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(node);
   if (node.op == Op::GATED_DELTA_RULE) return gated_delta_rule_workspace(node);
   if (node.op == Op::MUL_MAT_ID) return mul_mat_id_workspace(node);
+  if (node.op == Op::MUL_MAT) return mul_mat_workspace(node);
+  if (node.op == Op::ARGMAX) return argmax_workspace(node);
   return 0;
 }
 
@@ -220,6 +222,7 @@ class CudaBackend final : public Backend {
   Precision precision() const override { return ctx_.precision; }
 
   const GraphCache& graphs() const { return graphs_; }
+  const Pool& pool() const { return *pool_; }
 
  private:
   Status launch_all(std::span<Tensor* const> nodes) {
@@ -304,6 +307,12 @@ GraphStats graph_stats(const Backend& backend) {
   const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
   if (!cuda) return {};
   return {cuda->graphs().n_captures(), cuda->graphs().n_replays()};
+}
+
+PoolStats pool_stats(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  if (!cuda) return {};
+  return {cuda->pool().n_mallocs(), cuda->pool().malloc_bytes(), cuda->pool().cached_bytes()};
 }
 
 }  // namespace gl::cuda

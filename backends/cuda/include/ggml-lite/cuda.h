@@ -41,4 +41,14 @@ struct GraphStats {
 // CUDA graphs captured and replayed by a CUDA backend so far ({} for any other backend).
 GraphStats graph_stats(const Backend& backend);
 
+struct PoolStats {
+  int64_t mallocs = 0;      // cudaMalloc calls of the backend's buffer pool so far
+  size_t malloc_bytes = 0;  // their bytes (size classes)
+  size_t cached_bytes = 0;  // freed blocks kept for reuse now
+};
+// Device memory a CUDA backend has allocated ({} for any other backend). Buffers (weights, the
+// executor's arenas) are the only device allocations a step makes: kernels take their scratch
+// from the arena (Backend::workspace_size), so a step run again with the same shapes adds none.
+PoolStats pool_stats(const Backend& backend);
+
 }  // namespace gl::cuda

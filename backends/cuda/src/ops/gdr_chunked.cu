@@ -22,8 +22,8 @@
 // Every product is fp32 FMA on 4x4 register tiles read as float4 from shared memory, with the
 // matrices stored so that a tile's row and column quads are contiguous (W, Q and M transposed)
 // and the lanes laid out so that loads broadcast to lane pairs (pair_tile). Scratch reads are
-// cp.async copies that overlap the products where the scan allows. Scratch (stream ordered,
-// graph capturable) is ~55 MB at the Qwen3.5-9B prefill shape (Dk = Dv = 128, Hv = 32, T = 512);
+// cp.async copies that overlap the products where the scan allows. Scratch (the node's planned
+// workspace) is ~55 MB at the Qwen3.5-9B prefill shape (Dk = Dv = 128, Hv = 32, T = 512);
 // longer inputs run in passes of kPassTokens. On the H200 at that shape (ncu, base clock) the
 // three kernels take ~50 + 75 + 40 us against ~1.5 ms for the recurrent kernel.
 #include <cuda_pipeline.h>

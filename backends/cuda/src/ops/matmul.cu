@@ -8,9 +8,10 @@
 //   * quantized weights (and any weight layout cuBLAS cannot address): tiles of weight rows
 //     converted to F16 (F32 for F32 weights) in scratch, one GEMM per tile; a quantized type
 //     dequantizes through its traits (quants/<type>.cuh, dtype_table.cuh).
-// Scratch comes from the stream-ordered allocator (mm::Scratch), so nothing is allocated up front
-// and nothing synchronises. Broadcast: x batch b reads w batch b / (B / W); the r2 x batches that
-// share a weight matrix are adjacent, so they form the columns of one GEMM.
+// The converted activations and weight tile live in the node's workspace (mul_mat_workspace),
+// which the memory planner reserves for the node's step: no kernel allocates. Broadcast: x batch b
+// reads w batch b / (B / W); the r2 x batches that share a weight matrix are adjacent, so they
+// form the columns of one GEMM.
 #include <algorithm>
 #include <climits>
 
@@ -22,12 +23,13 @@ namespace gl::cuda {
 namespace {
 
 using mm::ceil_div;
-using mm::Scratch;
 using mm::TView;
 
 // Converted weight tiles stay under this size (bytes).
 constexpr int64_t kWeightTileBytes = int64_t{64} << 20;
 constexpr int kConvertThreads = 256;
+// The weight tile follows the activations in the workspace on the arena's 256-byte grid.
+constexpr size_t kWorkspaceAlign = 256;
 
 template <class T>
 __device__ __forceinline__ T from_f32(float f);
@@ -176,23 +178,23 @@ void gemm(const Ctx& ctx, const GemmType& gt, cublasOperation_t op_a, int64_t ro
 
 // The A operand for weight rows [n0, n0 + tn) of batch (w2, w3): in place, or converted into buf.
 const void* weight_tile(const Ctx& ctx, const Tensor& w, const WeightOperand& wa, const GemmType& gt, int64_t n0,
-                        int64_t tn, int64_t w2, int64_t w3, const Scratch& buf) {
+                        int64_t tn, int64_t w2, int64_t w3, void* buf) {
   if (wa.direct) return static_cast<const char*>(w.data) + w2 * w.nb[2] + w3 * w.nb[3];
   const int64_t k = w.ne[0];
   if (dtype_traits(w.type).is_quant) {
     with_quant_host(w.type, [&](auto q) {
       dequant_f16_kernel<decltype(q)><<<convert_blocks(tn * k / 2), kConvertThreads, 0, ctx.stream>>>(
-          mm::view_of(w), n0, tn, w2, w3, buf.as<__half2>());
+          mm::view_of(w), n0, tn, w2, w3, static_cast<__half2*>(buf));
     });
   } else {
     with_type(gt.type, [&](auto tag) {
       using T = decltype(tag);
-      convert_w_kernel<T>
-          <<<convert_blocks(tn * k), kConvertThreads, 0, ctx.stream>>>(mm::view_of(w), n0, tn, w2, w3, buf.as<T>());
+      convert_w_kernel<T><<<convert_blocks(tn * k), kConvertThreads, 0, ctx.stream>>>(mm::view_of(w), n0, tn, w2, w3,
+                                                                                      static_cast<T*>(buf));
     });
   }
   GL_CUDA_CHECK(cudaGetLastError());
-  return buf.as<void>();
+  return buf;
 }
 
 // 16-bit GEMMs (BF16/F16 weights, quantized ones via F16) split the activations into a high and a low part
@@ -203,42 +205,74 @@ const void* weight_tile(const Ctx& ctx, const Tensor& w, const WeightOperand& wa
 // activations once (one GEMM).
 bool split_activations(const Ctx& ctx) { return ctx.precision == Precision::EXACT; }
 
+// How the cuBLAS path lays out one node: the operands, the weight tile, and the workspace it
+// needs (mul_mat_workspace and the launcher both read it from here, so they agree).
+struct CublasLayout {
+  GemmType gt;
+  WeightOperand wa;
+  bool x_in_place = false;
+  int64_t x_elems = 0;  // elements of x (one half of the converted activations)
+  int64_t tile = 0;     // weight rows per GEMM
+  size_t x_bytes = 0;   // converted activations: hi, then lo (room for lo at either precision)
+  size_t w_bytes = 0;   // one converted weight tile, after the activations
+};
+
+// The precision may change after the planner sized the workspace (plans are not keyed on it), so
+// the low half is always reserved; FAST leaves it unused.
+CublasLayout cublas_layout(const Tensor& w, const Tensor& x) {
+  CublasLayout l;
+  const int64_t k = w.ne[0], n = w.ne[1];
+  l.gt = gemm_type(w.type);
+  l.wa = weight_operand(w, l.gt);
+  l.x_in_place = act_direct(x, l.gt, x.ne[2] / w.ne[2]);
+  l.x_elems = k * x.ne[1] * x.ne[2] * x.ne[3];
+  const int64_t es = static_cast<int64_t>(l.gt.size);
+  l.tile = l.wa.direct ? n : std::clamp<int64_t>(kWeightTileBytes / (k * es), 1, n);
+  l.x_bytes = l.x_in_place ? 0 : ceil_div(static_cast<size_t>(l.x_elems * es) * 2, kWorkspaceAlign) * kWorkspaceAlign;
+  l.w_bytes = l.wa.direct ? 0 : static_cast<size_t>(l.tile * k * es);
+  return l;
+}
+
+// x as the GEMM's B operand: in place, or converted (hi, and lo when split) into buf.
+ActOperand activations(const Ctx& ctx, const Tensor& x, const CublasLayout& l, bool split, void* buf) {
+  const int64_t k = x.ne[0], m = x.ne[1], b2 = x.ne[2];
+  if (l.x_in_place)
+    return {x.data, static_cast<int64_t>(x.nb[1]) / 4, static_cast<int64_t>(x.nb[2]) / 4,
+            static_cast<int64_t>(x.nb[3]) / 4};
+  const int64_t x_elems = l.x_elems;
+  with_type(l.gt.type, [&](auto tag) {
+    using T = decltype(tag);
+    T* hi = static_cast<T*>(buf);
+    T* lo = split ? hi + x_elems : nullptr;
+    if (dense_f32(x) && x_elems % 4 == 0) {
+      convert_dense_x_kernel<T><<<convert_blocks(x_elems / 4), kConvertThreads, 0, ctx.stream>>>(
+          static_cast<const float4*>(x.data), hi, lo, x_elems / 4);
+    } else {
+      convert_x_kernel<T><<<convert_blocks(x_elems), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi, lo, x_elems);
+    }
+  });
+  GL_CUDA_CHECK(cudaGetLastError());
+  return {buf, k, k * m, k * m * b2};
+}
+
 // dst [N, M, B2, B3] = w^T x through cuBLAS, one GEMM per (weight batch, weight tile, i3).
 void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst) {
   const int64_t k = w.ne[0], n = w.ne[1], m = x.ne[1], b2 = x.ne[2], b3 = x.ne[3];
   const int64_t r2 = b2 / w.ne[2], r3 = b3 / w.ne[3];
-  const GemmType gt = gemm_type(w.type);
-  const WeightOperand wa = weight_operand(w, gt);
+  const CublasLayout l = cublas_layout(w, x);
+  const GemmType& gt = l.gt;
+  const WeightOperand& wa = l.wa;
+  GL_ASSERT(l.x_bytes + l.w_bytes == 0 || dst.workspace != nullptr,
+            "cuda mul_mat: cuBLAS path without its planned workspace");
+  char* ws = static_cast<char*>(dst.workspace);
 
-  // Activations.
-  ActOperand xb;
-  const bool x_in_place = act_direct(x, gt, r2);
-  const int64_t x_elems = k * m * b2 * b3;
-  const bool split = !x_in_place && split_activations(ctx);
-  Scratch x_buf(ctx.stream, x_in_place ? 0 : static_cast<size_t>(x_elems) * gt.size * (split ? 2 : 1));
-  if (x_in_place) {
-    xb = {x.data, static_cast<int64_t>(x.nb[1]) / 4, static_cast<int64_t>(x.nb[2]) / 4,
-          static_cast<int64_t>(x.nb[3]) / 4};
-  } else {
-    with_type(gt.type, [&](auto tag) {
-      using T = decltype(tag);
-      T* hi = x_buf.as<T>();
-      T* lo = split ? hi + x_elems : nullptr;
-      if (dense_f32(x) && x_elems % 4 == 0) {
-        convert_dense_x_kernel<T><<<convert_blocks(x_elems / 4), kConvertThreads, 0, ctx.stream>>>(
-            static_cast<const float4*>(x.data), hi, lo, x_elems / 4);
-      } else {
-        convert_x_kernel<T>
-            <<<convert_blocks(x_elems), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi, lo, x_elems);
-      }
-    });
-    GL_CUDA_CHECK(cudaGetLastError());
-    xb = {x_buf.as<void>(), k, k * m, k * m * b2};
-  }
+  const int64_t x_elems = l.x_elems;
+  const bool split = !l.x_in_place && split_activations(ctx);
+  const ActOperand xb = activations(ctx, x, l, split, ws);
 
-  // Weight tiles: the whole matrix when read in place, else rows converted into scratch.
-  const int64_t tile = wa.direct ? n : std::clamp<int64_t>(kWeightTileBytes / (k * int64_t(gt.size)), 1, n);
-  Scratch w_buf(ctx.stream, wa.direct ? 0 : static_cast<size_t>(tile * k) * gt.size);
+  // Weight tiles: the whole matrix when read in place, else rows converted into the workspace.
+  const int64_t tile = l.tile;
+  void* w_buf = wa.direct ? nullptr : ws + l.x_bytes;
   float* out = static_cast<float*>(dst.data);
   for (int64_t w3 = 0; w3 < w.ne[3]; ++w3)
     for (int64_t w2 = 0; w2 < w.ne[2]; ++w2)
@@ -266,6 +300,15 @@ bool fits_int(const Tensor& t) {
 }
 
 }  // namespace
+
+// The GEMV path (and mul_mat_chain, GEMV only) needs no scratch; the cuBLAS path needs its
+// conversion buffers.
+size_t mul_mat_workspace(const Tensor& dst) {
+  const Tensor& x = *dst.src[1];
+  if (nelements(dst) == 0 || x.ne[1] <= mm::kGemvMaxRows) return 0;
+  const CublasLayout l = cublas_layout(*dst.src[0], x);
+  return l.x_bytes + l.w_bytes;
+}
 
 void mul_mat(const Ctx& ctx, Tensor& dst) {
   const Tensor& w = *dst.src[0];

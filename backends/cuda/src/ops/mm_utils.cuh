@@ -2,7 +2,6 @@
 //
 //   gl::cuda::mm::TView w = gl::cuda::mm::view_of(*dst.src[0]);   // device pointer, ne, nb, dtype
 //   float f = gl::cuda::mm::load_elem(w, k, n, 0, 0);             // any dtype, any strides
-//   gl::cuda::mm::Scratch buf(ctx.stream, bytes);                 // stream-ordered, freed on scope exit
 //
 // Sources are read through their ne/nb (views, permutes, transposes) and converted to float on
 // load; F16/BF16 round trips use the CUDA intrinsics, a quantized type is read through its device
@@ -76,29 +75,6 @@ __device__ __forceinline__ float warp_sum(float v) {
   for (int off = kWarp / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
   return v;
 }
-
-// Device scratch from the stream-ordered allocator: allocated on the stream, freed on it when the
-// owner goes out of scope (after every kernel enqueued before). Graph-capturable; no host sync.
-class Scratch {
- public:
-  Scratch(cudaStream_t stream, size_t bytes) : stream_(stream) {
-    if (bytes > 0) GL_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, stream_));
-  }
-  ~Scratch() {
-    if (ptr_) GL_CUDA_CHECK(cudaFreeAsync(ptr_, stream_));
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-
- private:
-  cudaStream_t stream_;
-  void* ptr_ = nullptr;
-};
 
 // Key head sizes (Dk) up to this run in gdr.cu's recurrent kernel (state rows held in registers).
 inline constexpr int64_t kMaxGdrDk = 256;

@@ -14,7 +14,6 @@
 #include "cuda_utils.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
-#include "mm_utils.cuh"
 
 namespace gl::cuda {
 namespace {
@@ -47,9 +46,9 @@ __global__ void argmax_kernel(TensorArg a, TensorArg d, int64_t rows) {
   }
 }
 
-// Long rows (a vocabulary of logits): segments of one row in parallel, each block's best to
-// scratch, then argmax_merge_kernel picks the best of a row's segments. The order is total, so the
-// index equals the one-block scan's.
+// Long rows (a vocabulary of logits): segments of one row in parallel, each block's best to the
+// node's workspace, then argmax_merge_kernel picks the best of a row's segments. The order is
+// total, so the index equals the one-block scan's.
 __global__ void argmax_segments_kernel(TensorArg a, Ranked* part, int64_t seg) {
   __shared__ Ranked scratch[32];
   const int64_t r = blockIdx.y, s = blockIdx.x;
@@ -123,20 +122,37 @@ __global__ void sum_rows_kernel(TensorArg a, TensorArg d, int64_t rows) {
 
 // ---- entries -----------------------------------------------------------------
 
+namespace {
+
+constexpr int64_t kArgmaxSegment = 4096;  // a 248k vocabulary row: 61 blocks instead of one
+
+// Segments per row when argmax splits long rows (few of them) across blocks; 0: one block a row.
+int64_t argmax_segments(const Tensor& a) {
+  if (a.ne[0] < 4 * kArgmaxSegment || nrows(a) > 64) return 0;
+  return (a.ne[0] + kArgmaxSegment - 1) / kArgmaxSegment;
+}
+
+}  // namespace
+
+// The segmented path's per-block partials; the one-block-a-row path needs none.
+size_t argmax_workspace(const Tensor& dst) {
+  const Tensor& a = *dst.src[0];
+  return static_cast<size_t>(nrows(a) * argmax_segments(a)) * sizeof(Ranked);
+}
+
 void argmax(const Ctx& ctx, Tensor& dst) {
   GL_ASSERT(dst.op == Op::ARGMAX && dst.type == DType::I32, "cuda argmax: not an I32 ARGMAX node");
   const Tensor& a = *dst.src[0];
   GL_ASSERT(dst.ne[0] == a.ne[1] && dst.ne[1] == a.ne[2] && dst.ne[2] == a.ne[3],
             "cuda argmax: dst must be [ne1, ne2, ne3]");
-  constexpr int64_t kSegment = 4096;  // a 248k vocabulary row: 61 blocks instead of one
   const int64_t rows = nrows(a);
-  if (a.ne[0] >= 4 * kSegment && rows <= 64) {
-    const int64_t n_seg = (a.ne[0] + kSegment - 1) / kSegment;
-    mm::Scratch part(ctx.stream, static_cast<size_t>(rows * n_seg) * sizeof(Ranked));
+  if (const int64_t n_seg = argmax_segments(a)) {
+    GL_ASSERT(dst.workspace != nullptr, "cuda argmax: segmented path without its planned workspace");
+    auto* part = static_cast<Ranked*>(dst.workspace);
     argmax_segments_kernel<<<dim3(static_cast<unsigned>(n_seg), static_cast<unsigned>(rows)), 256, 0, ctx.stream>>>(
-        arg(a), part.as<Ranked>(), kSegment);
-    argmax_merge_kernel<<<static_cast<unsigned>(rows), 64, 0, ctx.stream>>>(part.as<Ranked>(), static_cast<int>(n_seg),
-                                                                            arg(a), arg(dst));
+        arg(a), part, kArgmaxSegment);
+    argmax_merge_kernel<<<static_cast<unsigned>(rows), 64, 0, ctx.stream>>>(part, static_cast<int>(n_seg), arg(a),
+                                                                            arg(dst));
     return;
   }
   const RowLaunch l = row_launch(a.ne[0], rows, 1024);
