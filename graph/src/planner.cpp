@@ -159,6 +159,7 @@ class Planner {
     const size_t size = align_up(bytes, alignment_);
     const size_t off = arena_.alloc(size);
     plan_.workspaces[&n] = off;
+    plan_.workspace_sizes[&n] = size;
     plan_.naive_bytes += size;
     arena_.release(off, size);
   }
@@ -191,8 +192,9 @@ class Planner {
     for (const Tensor* t : g_.nodes()) plan_.node_slots.push_back(slot(t));
     for (const Tensor* t : g_.nodes()) {
       auto it = plan_.workspaces.find(t);
-      plan_.workspace_slots.push_back(
-          it == plan_.workspaces.end() ? MemoryPlan::Slot{} : MemoryPlan::Slot{static_cast<int64_t>(it->second), 0});
+      plan_.workspace_slots.push_back(it == plan_.workspaces.end() ? MemoryPlan::Slot{}
+                                                                   : MemoryPlan::Slot{static_cast<int64_t>(it->second),
+                                                                                      plan_.workspace_sizes.at(t)});
     }
   }
 
@@ -251,6 +253,7 @@ void rekey_plan(MemoryPlan& plan, const Graph& g) {
   plan.offsets.clear();
   plan.sizes.clear();
   plan.workspaces.clear();
+  plan.workspace_sizes.clear();
   auto put = [&](const Tensor* t, const MemoryPlan::Slot& s) {
     if (s.offset < 0) return;
     plan.offsets[t] = static_cast<size_t>(s.offset);
@@ -259,8 +262,10 @@ void rekey_plan(MemoryPlan& plan, const Graph& g) {
   for (size_t i = 0; i < plan.leaf_slots.size(); ++i) put(g.leafs()[i], plan.leaf_slots[i]);
   for (size_t i = 0; i < plan.node_slots.size(); ++i) put(g.nodes()[i], plan.node_slots[i]);
   for (size_t i = 0; i < plan.workspace_slots.size(); ++i) {
-    if (plan.workspace_slots[i].offset >= 0)
-      plan.workspaces[g.nodes()[i]] = static_cast<size_t>(plan.workspace_slots[i].offset);
+    const MemoryPlan::Slot& w = plan.workspace_slots[i];
+    if (w.offset < 0) continue;
+    plan.workspaces[g.nodes()[i]] = static_cast<size_t>(w.offset);
+    plan.workspace_sizes[g.nodes()[i]] = w.size;
   }
 }
 

@@ -163,6 +163,9 @@ class CaseRun {
     std::vector<bool> covered(arena_.size(), false);
     for (const auto& [t, off] : plan_->offsets)
       std::fill_n(covered.begin() + static_cast<std::ptrdiff_t>(off), nbytes(*t), true);
+    // A node's scratch (Backend::workspace_size) is planned memory its kernel may write.
+    for (const MemoryPlan::Slot& w : plan_->workspace_slots)
+      if (w.offset >= 0) std::fill_n(covered.begin() + static_cast<std::ptrdiff_t>(w.offset), w.size, true);
     size_t n_bad = 0, first = 0;
     for (size_t i = 0; i < arena_.size(); ++i)
       if (!covered[i] && arena_[i] != sentinel_ && n_bad++ == 0) first = i;

@@ -403,6 +403,8 @@ TEST(Planner, WorkspaceLivesForItsNodeOnly) {
     ASSERT_EQ(ws != plan.workspaces.end(), n->op == Op::SILU) << n->name;
     if (ws == plan.workspaces.end()) continue;
     EXPECT_EQ(ws->second % 64, 0u);
+    EXPECT_EQ(plan.workspace_sizes.at(n), 4032u);  // 4000 aligned to 64
+    EXPECT_EQ(plan.workspace_slots[j].size, 4032u);
     EXPECT_LE(ws->second + 4000, plan.arena_bytes);
     for (const Lifetime& l : lt) {
       const bool live = l.start <= static_cast<int>(j) && static_cast<int>(j) <= l.end;

@@ -27,12 +27,13 @@ class Backend;
 class Buffer;
 
 struct MemoryPlan {
-  std::unordered_map<const Tensor*, size_t> offsets;     // every planned tensor (not views, not leafs with data)
-  std::unordered_map<const Tensor*, size_t> sizes;       // aligned bytes reserved for each
-  size_t arena_bytes = 0;                                // peak: the arena size needed
-  size_t naive_bytes = 0;                                // sum of all planned sizes (what no reuse would need)
-  int n_inplace = 0;                                     // nodes that took their source's memory
-  std::unordered_map<const Tensor*, size_t> workspaces;  // node -> offset of its scratch block
+  std::unordered_map<const Tensor*, size_t> offsets;          // every planned tensor (not views, not leafs with data)
+  std::unordered_map<const Tensor*, size_t> sizes;            // aligned bytes reserved for each
+  size_t arena_bytes = 0;                                     // peak: the arena size needed
+  size_t naive_bytes = 0;                                     // sum of all planned sizes (what no reuse would need)
+  int n_inplace = 0;                                          // nodes that took their source's memory
+  std::unordered_map<const Tensor*, size_t> workspaces;       // node -> offset of its scratch block
+  std::unordered_map<const Tensor*, size_t> workspace_sizes;  // node -> aligned bytes of that block
   // The same placements by graph position (offset -1: not planned), so a plan
   // cached by fingerprint can be re-keyed onto an equal graph of other tensors.
   struct Slot {
