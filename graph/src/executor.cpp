@@ -35,6 +35,7 @@ Backend* holder_of(const Tensor& t) {
 }
 
 bool is_host(const Backend* b) { return b == nullptr || b->is_host(); }
+bool device_to_device(const Backend* from, const Backend& to) { return !is_host(from) && !to.is_host() && from != &to; }
 
 // Host backends read each other's (and plain host) memory in place; anything else is copied.
 bool needs_copy(const Backend* from, const Backend& to) { return from != &to && !(to.is_host() && is_host(from)); }
@@ -192,6 +193,12 @@ Result<int> copy_back(Backend& b, Event& done, std::span<const StagedRoot> roots
     if (sr.owner) {
       GL_TRY(sr.owner->wait(done));
       GL_TRY(sr.owner->copy_from(&b, src, 0, *sr.root, sr.lo, n));
+      if (device_to_device(&b, *sr.owner)) {
+        // b's next split may overwrite its staging space: it waits for the owner's copy.
+        std::unique_ptr<Event> copied = sr.owner->make_event();
+        GL_TRY(sr.owner->record(*copied));
+        GL_TRY(b.wait(*copied));
+      }
     } else {
       // Plain host memory: read back on the host once s's work is done.
       GL_TRY(done.host_wait());
@@ -326,6 +333,8 @@ Status Executor::order_after(Backend* from, Backend& to) {
 // Copies in what the split reads from elsewhere, runs it on the copies, copies back what it
 // wrote. Each side waits on the other's event, not on a host round trip: a device consumer
 // queues the wait and the copy on its stream; a host consumer (the CPU) waits on the host.
+// Between two devices the producer's later work also waits for the consumer's copies, as it
+// may reuse the memory they read (copies from or to the host finish before copy_from returns).
 Status Executor::run_split(const Split& s, const ArenaPlan& ap) {
   if (s.inputs_from_elsewhere.empty()) return s.backend->compute(s.nodes);
   std::vector<StagedRoot> roots;
@@ -343,6 +352,11 @@ Status Executor::run_split(const Split& s, const ArenaPlan& ap) {
     Tensor dst = window(arena, base + sr.offset);
     GL_TRY(s.backend->copy_from(sr.owner, *sr.root, sr.lo, dst, 0, sr.hi - sr.lo));
     ++n_copies_;
+  }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const bool first_of_owner = std::none_of(roots.begin(), roots.begin() + static_cast<std::ptrdiff_t>(i),
+                                             [&](const StagedRoot& o) { return o.owner == roots[i].owner; });
+    if (first_of_owner && device_to_device(roots[i].owner, *s.backend)) GL_TRY(order_after(s.backend, *roots[i].owner));
   }
   Redirection redirect(roots, arena, base);
   redirect.apply(s.nodes);
