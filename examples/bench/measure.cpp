@@ -198,7 +198,7 @@ gl::Result<double> device_bandwidth(gl::Backend& be) {
     for (int rep = 0; rep < 6; ++rep) {
       const auto t0 = Clock::now();
       for (int i = 0; i < kCopies; ++i) be.copy_tensor(*a, 0, *b, 0, bytes);
-      be.synchronize();
+      GL_TRY(be.synchronize());
       if (rep > 0) times.push_back(seconds_since(t0) / kCopies);
     }
     return 2.0 * static_cast<double>(bytes) / median(times) / 1e9;

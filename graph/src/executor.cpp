@@ -35,6 +35,7 @@ Backend* holder_of(const Tensor& t) {
 }
 
 bool is_host(const Backend* b) { return b == nullptr || b->is_host(); }
+bool device_to_device(const Backend* from, const Backend& to) { return !is_host(from) && !to.is_host() && from != &to; }
 
 // Host backends read each other's (and plain host) memory in place; anything else is copied.
 bool needs_copy(const Backend* from, const Backend& to) { return from != &to && !(to.is_host() && is_host(from)); }
@@ -95,28 +96,6 @@ Tensor window(Buffer& b, size_t off) {
   t.buffer = &b;
   t.name = "staging";
   return t;
-}
-
-// n bytes from (from, ft + from_off) to (to, tt + to_off); a null backend is plain host memory.
-// Host memory is read or written in place; device to device goes through tmp.
-void transfer(Backend* from, Tensor& ft, size_t from_off, Backend* to, Tensor& tt, size_t to_off, size_t n,
-              std::vector<unsigned char>& tmp) {
-  if (is_host(from)) {
-    const char* src = static_cast<const char*>(ft.data) + from_off;
-    if (to) {
-      to->set_tensor(tt, src, to_off, n);
-    } else {
-      std::memcpy(static_cast<char*>(tt.data) + to_off, src, n);
-    }
-    return;
-  }
-  if (is_host(to)) {
-    from->get_tensor(ft, static_cast<char*>(tt.data) + to_off, from_off, n);
-    return;
-  }
-  tmp.resize(std::max(tmp.size(), n));
-  from->get_tensor(ft, tmp.data(), from_off, n);
-  to->set_tensor(tt, tmp.data(), to_off, n);
 }
 
 // Points a split's nodes at staged copies while it computes; restore() puts every pointer back.
@@ -201,6 +180,34 @@ class Redirection {
   std::vector<SrcSave> srcs_;
   std::vector<DataSave> datas_;
 };
+
+// Ranges that a CPY/SET_ROWS of split s wrote go back to their owner, after s's work (marked by
+// done, recorded on s's backend). Returns the number of copies.
+Result<int> copy_back(Backend& b, Event& done, std::span<const StagedRoot> roots, Buffer& arena, size_t base) {
+  int n_copies = 0;
+  for (const StagedRoot& sr : roots) {
+    if (!sr.written) continue;
+    if (n_copies == 0) GL_TRY(b.record(done));
+    Tensor src = window(arena, base + sr.offset);
+    const size_t n = sr.hi - sr.lo;
+    if (sr.owner) {
+      GL_TRY(sr.owner->wait(done));
+      GL_TRY(sr.owner->copy_from(&b, src, 0, *sr.root, sr.lo, n));
+      if (device_to_device(&b, *sr.owner)) {
+        // b's next split may overwrite its staging space: it waits for the owner's copy.
+        std::unique_ptr<Event> copied = sr.owner->make_event();
+        GL_TRY(sr.owner->record(*copied));
+        GL_TRY(b.wait(*copied));
+      }
+    } else {
+      // Plain host memory: read back on the host once s's work is done.
+      GL_TRY(done.host_wait());
+      b.get_tensor(src, static_cast<char*>(sr.root->data) + sr.lo, 0, n);
+    }
+    ++n_copies;
+  }
+  return n_copies;
+}
 
 // Whether g's planned tensors point into this arena (another graph may have
 // grown, and so replaced, the arena since g was allocated).
@@ -290,7 +297,7 @@ bool Executor::is_bound(const Graph& g, const Plan& plan) {
 
 Status Executor::compute(const Graph& g) {
   GL_TRY(compute_queued(g));
-  for (Backend* b : sched_.backends()) b->synchronize();
+  for (Backend* b : sched_.backends()) GL_TRY(b->synchronize());
   return {};
 }
 
@@ -305,7 +312,29 @@ Status Executor::compute_queued(const Graph& g) {
   return {};
 }
 
-// Copies in what the split reads from elsewhere, runs it on the copies, copies back what it wrote.
+Event& Executor::event_of(Backend& b) {
+  const auto& bs = sched_.backends();
+  const auto i = static_cast<size_t>(std::find(bs.begin(), bs.end(), &b) - bs.begin());
+  GL_ASSERT(i < bs.size(), "executor: event of a backend it does not drive");
+  if (events_.size() < bs.size()) events_.resize(bs.size());
+  if (!events_[i]) events_[i] = b.make_event();
+  return *events_[i];
+}
+
+// to's work queued from now on starts after the work queued on `from` so far (nothing to wait
+// for in plain host memory). Recorded once per producer and split: the event covers all of it.
+Status Executor::order_after(Backend* from, Backend& to) {
+  if (from == nullptr || from == &to) return {};
+  Event& e = event_of(*from);
+  GL_TRY(from->record(e));
+  return to.wait(e);
+}
+
+// Copies in what the split reads from elsewhere, runs it on the copies, copies back what it
+// wrote. Each side waits on the other's event, not on a host round trip: a device consumer
+// queues the wait and the copy on its stream; a host consumer (the CPU) waits on the host.
+// Between two devices the producer's later work also waits for the consumer's copies, as it
+// may reuse the memory they read (copies from or to the host finish before copy_from returns).
 Status Executor::run_split(const Split& s, const ArenaPlan& ap) {
   if (s.inputs_from_elsewhere.empty()) return s.backend->compute(s.nodes);
   std::vector<StagedRoot> roots;
@@ -315,22 +344,29 @@ Status Executor::run_split(const Split& s, const ArenaPlan& ap) {
   Buffer& arena = *arenas_[static_cast<size_t>(s.backend_id)];
   const size_t base = ap.memory.arena_bytes;
   GL_ASSERT(base + used <= arena.size(), "executor: staged copies do not fit the arena");
-  for (const StagedRoot& sr : roots) {
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const StagedRoot& sr = roots[i];
+    const bool first_of_owner = std::none_of(roots.begin(), roots.begin() + static_cast<std::ptrdiff_t>(i),
+                                             [&](const StagedRoot& o) { return o.owner == sr.owner; });
+    if (first_of_owner) GL_TRY(order_after(sr.owner, *s.backend));
     Tensor dst = window(arena, base + sr.offset);
-    transfer(sr.owner, *sr.root, sr.lo, s.backend, dst, 0, sr.hi - sr.lo, host_staging_);
+    GL_TRY(s.backend->copy_from(sr.owner, *sr.root, sr.lo, dst, 0, sr.hi - sr.lo));
     ++n_copies_;
+  }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const bool first_of_owner = std::none_of(roots.begin(), roots.begin() + static_cast<std::ptrdiff_t>(i),
+                                             [&](const StagedRoot& o) { return o.owner == roots[i].owner; });
+    if (first_of_owner && device_to_device(roots[i].owner, *s.backend)) GL_TRY(order_after(s.backend, *roots[i].owner));
   }
   Redirection redirect(roots, arena, base);
   redirect.apply(s.nodes);
   Status st = s.backend->compute(s.nodes);
   redirect.restore();
   if (!st.ok()) return st;
-  for (const StagedRoot& sr : roots) {
-    if (!sr.written) continue;
-    Tensor src = window(arena, base + sr.offset);
-    transfer(s.backend, src, 0, sr.owner, *sr.root, sr.lo, sr.hi - sr.lo, host_staging_);
-    ++n_copies_;
-  }
+  if (std::none_of(roots.begin(), roots.end(), [](const StagedRoot& r) { return r.written; })) return {};
+  Result<int> back = copy_back(*s.backend, event_of(*s.backend), roots, arena, base);
+  if (!back) return Error(back.error());
+  n_copies_ += *back;
   return {};
 }
 

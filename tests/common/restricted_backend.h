@@ -3,9 +3,14 @@
 //   test::RestrictedBackend a(cpu::make_backend(), {Op::SILU}, /*host=*/false);  // pretends to be a device
 //   Executor ex({&a, cpu.get()});   // SILU falls back to the CPU with staged copies
 //   a.declines = [](const Tensor& n) { return n.op == Op::MUL_MAT && n.src[0]->type == DType::F16; };
+//   std::vector<std::string> log;
+//   a.log = &log;                     // "record", "wait", "host_wait", "copy_from", "compute", in order
+//   a.fault_after_compute = true;     // later splits "fault" on the device (see below)
 //
 // Its buffers are its own (tensors in them belong to it, not to the inner backend), it can claim
 // to be a device backend (is_host() false) and a different alignment, and it counts transfers.
+// An injected fault behaves as a device's would: compute() queues the split and reports nothing;
+// the fault surfaces at the next synchronize() or host wait on an event recorded after it.
 #pragma once
 
 #include <cstdint>
@@ -63,15 +68,66 @@ class RestrictedBackend final : public Backend {
     for (const Tensor* n : nodes) {
       if (!is_view_op(n->op) && !supports(*n)) return Error(name_ + ": asked to compute " + n->name);
     }
-    return inner_->compute(nodes);
+    note("compute");
+    GL_TRY(inner_->compute(nodes));
+    if (fault_after_compute && !nodes.empty())
+      fault_ = name_ + ": device fault after node '" + nodes.back()->name + "'";
+    return {};
   }
-  void synchronize() override { inner_->synchronize(); }
+  Status synchronize() override {
+    if (!fault_.empty()) return Error(fault_);  // sticky, as a faulted device context is
+    return inner_->synchronize();
+  }
+  std::unique_ptr<Event> make_event() override { return std::make_unique<LoggedEvent>(*this, inner_->make_event()); }
+  Status record(Event& e) override {
+    note("record");
+    auto* le = dynamic_cast<LoggedEvent*>(&e);
+    GL_ASSERT(le != nullptr, "restricted: record() of an event another backend made");
+    le->fault = fault_;
+    return inner_->record(*le->inner);
+  }
+  // Queued on the "device" (the inner backend: a host wait on the CPU, a stream wait on CUDA).
+  Status wait(const Event& e) override {
+    note("wait");
+    const auto* le = dynamic_cast<const LoggedEvent*>(&e);
+    return inner_->wait(le ? *le->inner : e);
+  }
+  Status copy_from(Backend* src_backend, const Tensor& src, size_t src_off, Tensor& dst, size_t dst_off,
+                   size_t n) override {
+    note("copy_from");
+    return Backend::copy_from(src_backend, src, src_off, dst, dst_off, n);
+  }
+
+  Backend& inner() { return *inner_; }
 
   int n_transfers = 0;
   // Nodes declined beyond the unsupported ops, e.g. one (op, dtype) pair.
   std::function<bool(const Tensor&)> declines;
+  std::vector<std::string>* log = nullptr;  // when set, the calls above are appended in order
+  bool fault_after_compute = false;
 
  private:
+  // An event of this backend around one of the inner backend's: host_wait() reports the fault
+  // pending when it was recorded.
+  class LoggedEvent final : public Event {
+   public:
+    LoggedEvent(RestrictedBackend& b, std::unique_ptr<Event> in) : inner(std::move(in)), b_(b) {}
+    Status host_wait() const override {
+      b_.note("host_wait");
+      if (!fault.empty()) return Error(fault);
+      return inner->host_wait();
+    }
+    std::unique_ptr<Event> inner;
+    std::string fault;
+
+   private:
+    RestrictedBackend& b_;
+  };
+
+  void note(const char* what) {
+    if (log) log->emplace_back(what);
+  }
+
   class Owned final : public Buffer {
    public:
     Owned(Backend& owner, std::unique_ptr<Buffer> inner) : owner_(owner), inner_(std::move(inner)) {
@@ -92,6 +148,7 @@ class RestrictedBackend final : public Backend {
   size_t alignment_;
   size_t max_alloc_ = SIZE_MAX;
   std::string name_;
+  std::string fault_;  // pending injected fault, empty when none
 };
 
 // n floats uniform in [-2, 2), seeded.

@@ -50,7 +50,7 @@ class FakeBackend : public Backend {
     n_nodes_computed += static_cast<int>(nodes.size());
     return {};
   }
-  void synchronize() override {}
+  Status synchronize() override { return {}; }
 
   int n_buffers = 0;
   int n_compute_calls = 0;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/restricted_backend.h"
@@ -100,6 +101,71 @@ TEST(LoneDevice, SupportedGraphNeverTouchesTheCpu) {
   EXPECT_EQ(ex.n_copies(), 0);
   EXPECT_EQ(ex.arena(1), nullptr);
   EXPECT_EQ(ex.scheduler().schedule(Graph::build({m.y})).n_fallback, 0);
+}
+
+// The copies between the device and its CPU fallback are ordered by events: each consumer waits
+// on an event recorded on the producer before its copy, with results as before.
+TEST(LoneDevice, FallbackCopiesWaitOnEvents) {
+  std::unique_ptr<Backend> cpu = cpu::make_backend({.n_threads = 2});
+  Executor ref({cpu.get()});
+  Model mr;
+  build(mr, *cpu);
+  const std::vector<float> want = run(ref, mr);
+
+  RestrictedBackend dev(cpu::make_backend({.n_threads = 2}), {}, /*host=*/false, 256);
+  dev.declines = declines_f16_matmul;
+  std::vector<std::string> log;
+  dev.log = &log;
+  Executor ex({&dev});
+  Model m;
+  build(m, dev);
+  EXPECT_EQ(run(ex, m), want);
+  // CPU split (p16) first: it waits on the device's event on the host, then reads w16 and x;
+  // the device split then waits once on the CPU's event (queued, not on the host) and copies
+  // the two ranges the CPU holds before computing.
+  const std::vector<std::string> want_log = {"record", "host_wait", "wait", "copy_from", "copy_from", "compute"};
+  EXPECT_EQ(log, want_log);
+}
+
+// A device fault surfacing at the end-of-run synchronize comes back as a Status naming the last
+// node the device ran; nothing aborts. One split: the hot path, where no event is recorded.
+TEST(LoneDevice, FaultAtSynchronizeIsAStatusNamingTheNode) {
+  RestrictedBackend dev(cpu::make_backend({.n_threads = 2}), {}, /*host=*/false, 256);
+  std::vector<std::string> log;
+  dev.log = &log;
+  Executor ex({&dev});
+  Model m;
+  build(m, dev);
+  Graph g = Graph::build({m.y});
+  ASSERT_TRUE(ex.allocate(g).ok());
+  ex.set_input(*m.x, random_floats(kIn * kRows, 3).data());
+  dev.fault_after_compute = true;
+  const Status s = ex.compute(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("after node 'y'"), std::string::npos) << s.error();
+  EXPECT_EQ(log, std::vector<std::string>{"compute"});
+}
+
+// A CPU split reading what a faulted device split wrote stops at the event it waits on: the
+// Status names the device's node and the CPU never computes on the bad data.
+TEST(LoneDevice, FaultSeenByTheCpuConsumerNamesTheDeviceNode) {
+  RestrictedBackend dev(cpu::make_backend({.n_threads = 2}), {}, /*host=*/false, 256);
+  dev.declines = declines_f16_matmul;
+  std::vector<std::string> log;
+  dev.log = &log;
+  Executor ex({&dev});
+  Model m;
+  build(m, dev);
+  Tensor* act = set_name(silu(m.ctx, m.x), "act");        // on the device
+  Tensor* z = set_name(mul_mat(m.ctx, m.w16, act), "z");  // declined: on the CPU
+  Graph g = Graph::build({z});
+  ASSERT_TRUE(ex.allocate(g).ok());
+  ex.set_input(*m.x, random_floats(kIn * kRows, 3).data());
+  dev.fault_after_compute = true;
+  const Status s = ex.compute(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("after node 'act'"), std::string::npos) << s.error();
+  EXPECT_EQ(log, (std::vector<std::string>{"compute", "record", "host_wait"}));
 }
 
 }  // namespace

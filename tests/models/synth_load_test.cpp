@@ -129,7 +129,7 @@ class NoMemoryBackend final : public Backend {
   void set_tensor(Tensor&, const void*, size_t, size_t) override { GL_ASSERT(false, "no buffer to write"); }
   void get_tensor(const Tensor&, void*, size_t, size_t) override { GL_ASSERT(false, "no buffer to read"); }
   Status compute(std::span<Tensor* const>) override { return Error("fake-gpu computes nothing"); }
-  void synchronize() override {}
+  Status synchronize() override { return {}; }
 };
 
 TEST(SynthLoad, OutOfDeviceMemoryIsAClearError) {

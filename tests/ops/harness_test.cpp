@@ -23,7 +23,7 @@ class FaultyBackend final : public Backend {
   bool supports(const Tensor& node) const override { return inner_->supports(node); }
   void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override { inner_->set_tensor(t, src, off, n); }
   void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) override { inner_->get_tensor(t, dst, off, n); }
-  void synchronize() override { inner_->synchronize(); }
+  Status synchronize() override { return inner_->synchronize(); }
 
   Status compute(std::span<Tensor* const> nodes) override {
     GL_TRY(inner_->compute(nodes));

@@ -98,7 +98,7 @@ class CpuBackend final : public Backend {
     }
     return {};
   }
-  void synchronize() override {}
+  Status synchronize() override { return {}; }
 
  private:
   int n_threads_;

@@ -6,14 +6,31 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "ggml-lite/backend.h"
 #include "ggml-lite/tensor.h"
 
 namespace gl::cuda {
 
-// Programmer-level failures (a CUDA call that must not fail) abort with file:line and the call.
+// A failed CUDA or cuBLAS call aborts with file:line and the call, except inside a
+// FaultScope (the launches of a split), where it throws a DeviceFault that the launcher turns
+// into the Status of the node it was launching.
 [[noreturn]] void fail(const char* file, int line, const char* call, const char* msg);
+
+struct DeviceFault {
+  std::string what;  // "file:line: call: message"
+};
+
+// While one lives on this thread, fail() throws DeviceFault instead of aborting. A scope, not a
+// flag passed down: the one checking macro sits in every launcher of every op family.
+class FaultScope {
+ public:
+  FaultScope();
+  ~FaultScope();
+  FaultScope(const FaultScope&) = delete;
+  FaultScope& operator=(const FaultScope&) = delete;
+};
 
 #define GL_CUDA_CHECK(call)                                                                               \
   do {                                                                                                    \

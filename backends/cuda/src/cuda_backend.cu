@@ -120,6 +120,30 @@ size_t node_workspace(const Tensor& node) {
 
 std::string describe(const Tensor& node) { return "node '" + node.name + "' (" + std::string(op_name(node.op)) + ")"; }
 
+// A point on a CUDA stream (timing off: only ordering is asked of it). `where` says what the
+// recording backend had queued, for the error of a fault that surfaces when waiting on it.
+class CudaEvent final : public Event {
+ public:
+  explicit CudaEvent(int device) {
+    DeviceScope on(device);
+    GL_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  }
+  ~CudaEvent() override { (void)cudaEventDestroy(event_); }  // after a fault destroy may fail: nothing to do
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+
+  Status host_wait() const override {
+    if (const cudaError_t e = cudaEventSynchronize(event_); e != cudaSuccess)
+      return Error("cuda: device fault " + where + ": " + cudaGetErrorString(e));
+    return {};
+  }
+  cudaEvent_t get() const { return event_; }
+  std::string where;
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const Options& opt)
@@ -136,7 +160,11 @@ class CudaBackend final : public Backend {
 
   ~CudaBackend() override {
     DeviceScope on(ctx_.device);
-    GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+    if (cudaStreamSynchronize(ctx_.stream) != cudaSuccess) {
+      // A device fault, already reported by synchronize() or an event: the context is unusable,
+      // so release nothing more (the driver frees it all at exit) instead of aborting.
+      return;
+    }
     if (prof_.enabled() || prof_.timing()) {
       prof_.collect();
       std::fputs(prof_.report().c_str(), stderr);
@@ -175,7 +203,7 @@ class CudaBackend final : public Backend {
       return;
     }
     GL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, ctx_.stream));
-    sync();
+    GL_CUDA_CHECK(sync());  // void: a fault here aborts (the executor waits on an event first)
   }
 
   // Ordered after every kernel queued so far, so it reads their results.
@@ -186,7 +214,7 @@ class CudaBackend final : public Backend {
     const char* src = static_cast<const char*>(t.data) + off;
     void* slot = staging_.take(n, ctx_.stream);
     GL_CUDA_CHECK(cudaMemcpyAsync(slot ? slot : dst, src, n, cudaMemcpyDeviceToHost, ctx_.stream));
-    sync();
+    GL_CUDA_CHECK(sync());
     if (slot) std::memcpy(dst, slot, n);
   }
 
@@ -206,16 +234,64 @@ class CudaBackend final : public Backend {
     for (Tensor* node : nodes)
       if (node->op != Op::NONE && !is_view_op(node->op) && !node->data)
         return Error("cuda: " + describe(*node) + " has no memory");
-    if (prof_.enabled()) return launch_all(nodes);  // per-node events: no capture
+    if (prof_.enabled()) {
+      remember_split(nodes);
+      return launch_all(nodes);  // per-node events: no capture
+    }
     prof_.step_begin(ctx_.stream);
     // The precision picks kernels without showing in the nodes: part of the replay key.
     const auto setting = static_cast<uint64_t>(ctx_.precision);
+    remember_split(nodes);
     return graphs_.run(nodes, ctx_.stream, setting, [&] { return launch_all(nodes); });
   }
 
-  void synchronize() override {
+  Status synchronize() override {
     DeviceScope on(ctx_.device);
-    sync();
+    if (const cudaError_t e = sync(); e != cudaSuccess)
+      return Error("cuda: device fault " + where() + ": " + cudaGetErrorString(e));
+    return {};
+  }
+
+  std::unique_ptr<Event> make_event() override { return std::make_unique<CudaEvent>(ctx_.device); }
+
+  Status record(Event& e) override {
+    auto* ce = dynamic_cast<CudaEvent*>(&e);
+    GL_ASSERT(ce != nullptr, "cuda: record() of an event another kind of backend made");
+    DeviceScope on(ctx_.device);
+    ce->where = where();
+    if (const cudaError_t err = cudaEventRecord(ce->get(), ctx_.stream); err != cudaSuccess)
+      return Error("cuda: recording an event " + ce->where + ": " + cudaGetErrorString(err));
+    return {};
+  }
+
+  // A CUDA event (of any device) is waited for on the stream; another kind's on the host.
+  Status wait(const Event& e) override {
+    const auto* ce = dynamic_cast<const CudaEvent*>(&e);
+    if (!ce) return e.host_wait();
+    DeviceScope on(ctx_.device);
+    if (const cudaError_t err = cudaStreamWaitEvent(ctx_.stream, ce->get(), 0); err != cudaSuccess)
+      return Error("cuda: waiting for an event " + ce->where + ": " + cudaGetErrorString(err));
+    return {};
+  }
+
+  // From another CUDA backend: device to device on this stream (same device: a plain copy;
+  // another device: a peer copy, which the driver stages through the host where the devices
+  // have no peer access). From host memory: set_tensor (queued through a pinned slot).
+  Status copy_from(Backend* src_backend, const Tensor& src, size_t src_off, Tensor& dst, size_t dst_off,
+                   size_t n) override {
+    const auto* peer = dynamic_cast<const CudaBackend*>(src_backend);
+    if (!peer) return Backend::copy_from(src_backend, src, src_off, dst, dst_off, n);
+    check_owned(dst);
+    if (n == 0) return {};
+    DeviceScope on(ctx_.device);
+    char* d = static_cast<char*>(dst.data) + dst_off;
+    const char* s = static_cast<const char*>(src.data) + src_off;
+    const cudaError_t e = peer->ctx_.device == ctx_.device
+                              ? cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, ctx_.stream)
+                              : cudaMemcpyPeerAsync(d, ctx_.device, s, peer->ctx_.device, n, ctx_.stream);
+    if (e != cudaSuccess)
+      return Error("cuda: copy of '" + src.name + "' to '" + dst.name + "': " + cudaGetErrorString(e));
+    return {};
   }
 
   void set_precision(Precision p) override { ctx_.precision = p; }
@@ -225,16 +301,23 @@ class CudaBackend final : public Backend {
   const Pool& pool() const { return *pool_; }
 
  private:
+  // A failed CUDA call inside a launcher (the checking macro) or a failed launch comes back as
+  // this node's error, not an abort.
   Status launch_all(std::span<Tensor* const> nodes) {
+    FaultScope faults;
     for (size_t i = 0; i < nodes.size(); ++i) {
       Tensor* node = nodes[i];
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
       if (prof_.enabled()) prof_.before(ctx_.stream);
-      if (const size_t fused = fuse(nodes.subspan(i))) {
-        i += fused - 1;
-        node = nodes[i];  // launched with its predecessors; checked below as the group's last node
-      } else {
-        launch(ctx_, *node);
+      try {
+        if (const size_t fused = fuse(nodes.subspan(i))) {
+          i += fused - 1;
+          node = nodes[i];  // launched with its predecessors; checked below as the group's last node
+        } else {
+          launch(ctx_, *node);
+        }
+      } catch (const DeviceFault& f) {
+        return Error("cuda: " + describe(*node) + ": " + f.what);
       }
       if (prof_.enabled()) prof_.after(ctx_.stream, *node);
       // Not GL_CUDA_CHECK: a failed launch is reported as this node's error, not an abort.
@@ -256,13 +339,29 @@ class CudaBackend final : public Backend {
     return static_cast<size_t>(elementwise_chain(ctx_, nodes));
   }
 
-  // The stream is idle afterwards, so every staging slot is free again.
-  void sync() {
+  // The stream is idle afterwards, so every staging slot is free again. A fault is returned for
+  // synchronize() to report; the void transfers (set_tensor, get_tensor) abort on it.
+  cudaError_t sync() {
     prof_.step_end(ctx_.stream);
-    GL_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+    if (const cudaError_t e = cudaStreamSynchronize(ctx_.stream); e != cudaSuccess) return e;
     staging_.reset();
     if (prof_.enabled()) prof_.collect();
     prof_.collect_step();
+    return cudaSuccess;
+  }
+
+  // The last split queued, named in a fault that surfaces later (kernels run asynchronously,
+  // so which of its nodes faulted is not known). Copies names only: the graph may be gone.
+  void remember_split(std::span<Tensor* const> nodes) {
+    if (nodes.empty()) return;
+    last_first_ = nodes.front()->name;
+    last_last_ = nodes.back()->name;
+    last_size_ = nodes.size();
+  }
+  std::string where() const {
+    if (last_size_ == 0) return "before any split";
+    return "in or before the split of " + std::to_string(last_size_) + " nodes '" + last_first_ + "' .. '" +
+           last_last_ + "'";
   }
 
   void check_owned(const Tensor& t) const {
@@ -277,6 +376,8 @@ class CudaBackend final : public Backend {
   bool fusion_ = fusion_enabled();
   Profiler prof_;
   void* cublas_workspace_ = nullptr;
+  std::string last_first_, last_last_;  // see remember_split()
+  size_t last_size_ = 0;
 };
 
 }  // namespace

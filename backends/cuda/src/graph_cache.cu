@@ -61,7 +61,8 @@ Status GraphCache::run(std::span<Tensor* const> nodes, cudaStream_t stream, uint
     it->second.last_use = ++clock_;
     ++n_replays_;
     if (const cudaError_t e = cudaGraphLaunch(it->second.exec, stream); e != cudaSuccess)
-      return Error(std::string("cuda: graph replay failed: ") + cudaGetErrorString(e));
+      return Error("cuda: replay of the split '" + nodes.front()->name + "' .. '" + nodes.back()->name +
+                   "' failed: " + cudaGetErrorString(e));
     return {};
   }
   if (uncapturable_.contains(key) || seen_.insert(key).second) {

@@ -6,6 +6,11 @@
 //   cpu->set_tensor(*x, host_data, 0, gl::nbytes(*x));
 //   GL_TRY(cpu->compute(nodes));   // one split: nodes placed on this backend, in order
 //   cpu->set_precision(gl::Precision::FAST);   // a per-run choice; the CPU stays exact
+//   std::unique_ptr<gl::Event> done = cpu->make_event();
+//   GL_TRY(cpu->record(*done));          // marks the work queued so far
+//   GL_TRY(other->wait(*done));          // other's later work starts after it (a host wait on the CPU)
+//   GL_TRY(other->copy_from(*cpu, *x, 0, *y, 0, gl::nbytes(*x)));   // x (on cpu) -> y (on other)
+//   GL_TRY(cpu->synchronize());          // a device fault surfaces here as a Status, not an abort
 //
 // A backend computes whole node lists (a split) so it can fuse and capture;
 // it never sees a model. Buffers are raw device memory; the planner places
@@ -34,6 +39,17 @@ std::string_view precision_name(Precision p);                      // "exact", "
 std::optional<Precision> precision_from_name(std::string_view s);  // inverse; nullopt if unknown
 
 class Backend;
+
+// A point in one backend's queue of work. Backend::record() sets it; Backend::wait() on any
+// backend (of the same kind or not) orders later work after it. Backends that compute
+// synchronously (the CPU) record nothing: the work before the point is done when record returns.
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Blocks the host until the work recorded before the event is done; a device fault in that
+  // work comes back here.
+  virtual Status host_wait() const { return {}; }
+};
 
 class Buffer {
  public:
@@ -70,9 +86,22 @@ class Backend {
   // n bytes from src (at src_off) to dst (at dst_off), both in this backend's memory, ordered
   // after the work queued so far. The default goes through the host; devices copy in place.
   virtual void copy_tensor(const Tensor& src, size_t src_off, Tensor& dst, size_t dst_off, size_t n);
+  // n bytes from src (at src_off, in src_backend's memory) to dst (at dst_off, in this backend's
+  // memory), queued on this backend after the work queued so far. The caller orders it after
+  // src's producer first (wait() on an event recorded on src_backend). Devices of one kind copy
+  // device to device (CUDA: peer copy); the default goes through the host, which waits for
+  // src_backend. A null src_backend is plain host memory.
+  virtual Status copy_from(Backend* src_backend, const Tensor& src, size_t src_off, Tensor& dst, size_t dst_off,
+                           size_t n);
   // Computes the nodes in order (a split); view nodes are skipped.
   virtual Status compute(std::span<Tensor* const> nodes) = 0;
-  virtual void synchronize() = 0;
+  // Waits for all queued work. A device fault in it comes back here, naming the last split.
+  virtual Status synchronize() = 0;
+  // Events (see Event). The defaults suit a backend that computes synchronously: an event that
+  // is reached once recorded, and a wait that waits on the host.
+  virtual std::unique_ptr<Event> make_event() { return std::make_unique<Event>(); }
+  virtual Status record(Event& /*e*/) { return {}; }
+  virtual Status wait(const Event& e) { return e.host_wait(); }
   // The precision of the splits computed from now on (see Precision). The default ignores it:
   // the backend has one, exact, path.
   virtual void set_precision(Precision) {}

@@ -17,13 +17,21 @@
 // instead of reading freed memory.
 //
 // Several backends: before a split runs, every root range it reads from
-// another backend's memory is copied (through the host) into staging space
-// after the planned region of the split backend's arena; the split's nodes are
-// pointed at the copies while it computes and restored afterwards, and ranges
-// that a CPY/SET_ROWS of the split wrote are copied back to their owner. Host
-// backends read each other's (and plain host) memory directly: only memory on
-// the other side of a device boundary is copied, so one CPU backend copies
-// nothing. Copies are correct, not fast (a host round trip per root range).
+// another backend's memory is copied into staging space after the planned
+// region of the split backend's arena; the split's nodes are pointed at the
+// copies while it computes and restored afterwards, and ranges that a
+// CPY/SET_ROWS of the split wrote are copied back to their owner. The copies
+// are ordered by events (Backend::record/wait), not by host round trips: the
+// consumer waits on an event recorded on the producer, then queues
+// Backend::copy_from. A device consumer queues both on its stream (no host
+// wait); a host consumer (the CPU) waits on the host, as it must to read.
+// Host backends read each other's (and plain host) memory directly: only
+// memory on the other side of a device boundary is copied, so one CPU backend
+// copies nothing, and a run with one split records no event.
+//
+// A device fault comes back as a Status from compute() (a launch, naming the
+// node), from the event waits of a copy, or from the backends' synchronize()
+// at the end of compute() (naming the last split the backend ran).
 #pragma once
 
 #include <cstdint>
@@ -44,7 +52,7 @@ class Executor {
   Status allocate(const Graph& g);
   Status compute(const Graph& g);  // allocate() first
   // compute() without waiting for the backends at the end: the work is queued behind what came
-  // before and the caller synchronises (Backend::synchronize) before reading device results.
+  // before and the caller synchronises (GL_TRY(Backend::synchronize())) before reading device results.
   Status compute_queued(const Graph& g);
   void set_input(Tensor& t, const void* src);   // whole tensor, nbytes(t), wherever t lives
   void get_output(const Tensor& t, void* dst);  // whole tensor, nbytes(t), wherever t lives
@@ -69,12 +77,14 @@ class Executor {
   Plan make_plan(const Graph& g, const SchedulePlan& sp) const;
   bool is_bound(const Graph& g, const Plan& plan);
   Status run_split(const Split& s, const ArenaPlan& ap);
+  Event& event_of(Backend& b);  // one reusable event per backend, made on first use
+  Status order_after(Backend* from, Backend& to);
 
   Scheduler sched_;
   std::unordered_map<uint64_t, Plan> plans_;
   std::vector<std::unique_ptr<Buffer>> arenas_;  // one per backend
   const Plan* last_plan_ = nullptr;
-  std::vector<unsigned char> host_staging_;  // device <-> host <-> device copies
+  std::vector<std::unique_ptr<Event>> events_;  // one per backend, made on first use
   int n_copies_ = 0;
 };
 

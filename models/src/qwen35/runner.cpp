@@ -102,7 +102,8 @@ Result<std::vector<int32_t>> Runner::decode_greedy(int32_t token, int n) {
   }
   cache_.n_past = start + n;
   std::vector<int32_t> out(static_cast<size_t>(n));
-  backend_.get_tensor(*ids, out.data(), 0, nbytes(*ids));  // waits for every step
+  GL_TRY(backend_.synchronize());  // a device fault in any step comes back here, not as an abort
+  backend_.get_tensor(*ids, out.data(), 0, nbytes(*ids));
   return out;
 }
 

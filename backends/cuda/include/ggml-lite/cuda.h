@@ -8,6 +8,13 @@
 // launch error is reported per node, naming it. A split whose launches repeat exactly (a step
 // graph run again with the same shapes) is captured once as a CUDA graph and replayed; set
 // GL_CUDA_GRAPHS=0 in the environment to launch everything eagerly.
+//
+// Events are cudaEvents (timing off): wait() queues a stream wait for a CUDA event of any device
+// and waits on the host for another kind's. copy_from() another CUDA backend copies device to
+// device on this stream (a peer copy across devices). A failed CUDA call while launching a split
+// comes back from compute() naming the node; an asynchronous fault comes back from synchronize()
+// or an event's host_wait() naming the last split queued. set_tensor/get_tensor (void) still
+// abort on a fault: wait on an event or synchronize() first to get it as a Status.
 #pragma once
 
 #include <cstddef>
