@@ -154,6 +154,8 @@ __device__ __forceinline__ uint16_t float_to_half_bits(float f) { return __half_
 // Value of a plain (unquantized) element at p; F32 for anything else (callers never pass a
 // quantized type: those go through load_elem and the type's traits).
 __device__ __forceinline__ float load_plain(DType t, const char* p) {
+  // F32 first: it is the hot case (activations), one compare before the load.
+  if (t == DType::F32) return *reinterpret_cast<const float*>(p);
   if (t == DType::F16) return half_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
   if (t == DType::BF16) return bf16_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
   if (t == DType::I32) return static_cast<float>(*reinterpret_cast<const int32_t*>(p));
@@ -176,7 +178,9 @@ __device__ __forceinline__ float round_to(DType t, float v) {
 // Stores v into a plain element at p in dtype t (F32 -> I32 truncates, as static_cast does); F32
 // for anything else (quantized rows are written a block at a time through the type's traits).
 __device__ __forceinline__ void store_plain(DType t, char* p, float v) {
-  if (t == DType::F16) {
+  if (t == DType::F32) {
+    *reinterpret_cast<float*>(p) = v;
+  } else if (t == DType::F16) {
     *reinterpret_cast<uint16_t*>(p) = float_to_half_bits(v);
   } else if (t == DType::BF16) {
     *reinterpret_cast<uint16_t*>(p) = float_to_bf16_bits(v);

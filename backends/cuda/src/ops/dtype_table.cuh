@@ -65,27 +65,31 @@ void with_quant_host(DType t, F&& f) {
   GL_ASSERT(false, "cuda: no device traits for this quantized dtype");
 }
 
-// Element i0 of a row of quantized type t whose blocks are blk_stride bytes apart.
+// Element i0 of a quantized row (blocks blk_stride bytes apart), expanded per type without a
+// lambda or a trap path, so the plain-type kernels that include it keep their code lean.
 __device__ __forceinline__ float load_quant(DType t, const char* row, int64_t i0, int64_t blk_stride) {
-  float v = 0.0f;
-  with_quant(t, [&](auto q) {
-    using Q = decltype(q);
-    v = Q::elem(row + (i0 / Q::kBlock) * blk_stride, static_cast<int>(i0 % Q::kBlock));
-  });
-  return v;
+#define GL_CUDA_LOAD_QUANT(name)                                                           \
+  if (t == DType::name) {                                                                  \
+    using Q = QuantTraits<DType::name>;                                                    \
+    return Q::elem(row + (i0 / Q::kBlock) * blk_stride, static_cast<int>(i0 % Q::kBlock)); \
+  }
+  GL_CUDA_QUANT_TYPES(GL_CUDA_LOAD_QUANT)
+#undef GL_CUDA_LOAD_QUANT
+  return 0.0f;  // not reached: callers test is_quant_type first
 }
 
-// The same for a dense row (blocks adjacent: kBlockBytes apart).
+// The same for a dense row (adjacent blocks), as the GEMV chunks read it.
 __device__ __forceinline__ float load_quant_dense(DType t, const char* row, int64_t i0) {
-  float v = 0.0f;
-  with_quant(t, [&](auto q) {
-    using Q = decltype(q);
-    v = Q::elem(row + (i0 / Q::kBlock) * int64_t{Q::kBlockBytes}, static_cast<int>(i0 % Q::kBlock));
-  });
-  return v;
+#define GL_CUDA_LOAD_QUANT_DENSE(name)                                                                  \
+  if (t == DType::name) {                                                                               \
+    using Q = QuantTraits<DType::name>;                                                                 \
+    return Q::elem(row + (i0 / Q::kBlock) * int64_t{Q::kBlockBytes}, static_cast<int>(i0 % Q::kBlock)); \
+  }
+  GL_CUDA_QUANT_TYPES(GL_CUDA_LOAD_QUANT_DENSE)
+#undef GL_CUDA_LOAD_QUANT_DENSE
+  return 0.0f;  // not reached: callers test is_quant_type first
 }
 
-// Copies one block's bytes (blocks are 2-byte aligned: ggml's scales are halves).
 template <class Q>
 __device__ __forceinline__ void copy_block(const char* from, char* to) {
   static_assert(Q::kBlockBytes % 2 == 0, "blocks are copied as 16-bit words");
