@@ -210,11 +210,10 @@ class Planner {
   std::unordered_set<const Tensor*> released_views_;
 };
 
-void bind_one(Tensor& t, const MemoryPlan& plan, Buffer& arena) {
-  auto it = plan.offsets.find(&t);
-  if (it == plan.offsets.end()) return;
-  arena.bind(t, it->second);
-  t.arena_offset = static_cast<int64_t>(it->second);
+void bind_one(Tensor& t, const MemoryPlan::Slot& s, Buffer& arena) {
+  if (s.offset < 0) return;
+  arena.bind(t, static_cast<size_t>(s.offset));
+  t.arena_offset = s.offset;
 }
 
 }  // namespace
@@ -224,13 +223,18 @@ MemoryPlan plan_memory(const Graph& g, size_t alignment, int backend_id, const B
   return Planner(g, alignment, backend_id, backend).run();
 }
 
+// By graph position (the slots), not through the maps: this runs before every step.
 void bind_plan(const Graph& g, const MemoryPlan& plan, Buffer& arena) {
   GL_ASSERT(plan.arena_bytes <= arena.size(), "bind_plan: arena smaller than the plan");
-  for (Tensor* t : g.leafs()) bind_one(*t, plan, arena);
-  for (Tensor* t : g.nodes()) bind_one(*t, plan, arena);
-  for (Tensor* t : g.nodes()) {
-    if (auto it = plan.workspaces.find(t); it != plan.workspaces.end())
-      t->workspace = static_cast<char*>(arena.base()) + it->second;
+  GL_ASSERT(plan.leaf_slots.size() == g.leafs().size() && plan.node_slots.size() == g.nodes().size() &&
+                plan.workspace_slots.size() == g.nodes().size(),
+            "bind_plan: graph does not match the plan");
+  for (size_t i = 0; i < g.leafs().size(); ++i) bind_one(*g.leafs()[i], plan.leaf_slots[i], arena);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    Tensor& t = *g.nodes()[i];
+    bind_one(t, plan.node_slots[i], arena);
+    if (const MemoryPlan::Slot& w = plan.workspace_slots[i]; w.offset >= 0)
+      t.workspace = static_cast<char*>(arena.base()) + w.offset;
   }
   bind_views(g);
 }
