@@ -114,7 +114,6 @@ std::vector<int64_t> source_shape(const TensorSpec& s, const Hparams& d) {
     case Xform::V_HEADS:
     case Xform::V_HEADS_A: return {d.n_v_heads};
     case Xform::V_CONV: return {d.conv_dim(), 1, d.conv_kernel};
-    case Xform::SQUEEZE: return {1, d.n_embd};
     case Xform::COPY:
     case Xform::ADD_ONE:
     case Xform::V_QKV_ROWS:
@@ -166,7 +165,6 @@ void set_transform(const TensorSpec& s, const Hparams& d, Gather& g) {
         g.col_perm[static_cast<size_t>(c)] = grouped_head_for_tiled(c / Dv, Hk, Hv) * Dv + c % Dv;
       return;
     case Xform::COPY:
-    case Xform::SQUEEZE:
     case Xform::EXPERTS_GATE:
     case Xform::EXPERTS_UP:
     case Xform::EXPERTS_DOWN: return;

@@ -145,7 +145,7 @@ HfSource hf_source(qwen35::WeightId id) {
     case W::FFN_GATE_EXPS: return {Role::WEIGHT, Xform::EXPERTS_GATE, "mlp.experts"};
     case W::FFN_UP_EXPS: return {Role::WEIGHT, Xform::EXPERTS_UP, "mlp.experts"};
     case W::FFN_DOWN_EXPS: return {Role::WEIGHT, Xform::EXPERTS_DOWN, "mlp.experts"};
-    case W::FFN_GATE_INP_SHEXP: return {Role::WEIGHT, Xform::SQUEEZE, "mlp.shared_expert_gate.weight"};
+    case W::FFN_GATE_INP_SHEXP: return {Role::WEIGHT, Xform::COPY, "mlp.shared_expert_gate.weight"};
     case W::FFN_GATE_SHEXP: return {Role::WEIGHT, Xform::COPY, "mlp.shared_expert.gate_proj.weight"};
     case W::FFN_UP_SHEXP: return {Role::WEIGHT, Xform::COPY, "mlp.shared_expert.up_proj.weight"};
     case W::FFN_DOWN_SHEXP: return {Role::WEIGHT, Xform::COPY, "mlp.shared_expert.down_proj.weight"};

@@ -111,7 +111,7 @@ inline std::vector<int64_t> expected_ne(Kind k, const std::vector<int64_t>& src)
     case Kind::CONV: return {src[2], src[0]};  // [C, 1, Kc] -> {Kc, C}
     case Kind::EXP_GATE:
     case Kind::EXP_UP: return {src[2], src[1] / 2, src[0]};  // [E, 2Fe, H] -> {H, Fe, E}
-    case Kind::SHEXP_GATE: return {src[1]};                  // [1, H] -> {H}
+    case Kind::SHEXP_GATE: return {src[1], 1};               // [1, H] -> {H, 1}, as llama.cpp writes it
     default: return {src.rbegin(), src.rend()};
   }
 }

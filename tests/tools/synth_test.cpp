@@ -135,6 +135,34 @@ TEST(Synth, RealPresetsHavePublishedSizes) {
   EXPECT_EQ(f.find_tensor("blk.32.nextn.eh_proj.weight")->ne[0], 8192);
 }
 
+// general.size_label as llama.cpp's converter writes it. Expected values from gguf-py (its
+// Metadata.get_model_id_components for a name, size_label() for the tensor counts), run on these
+// names and on the tensor shapes of `gguf-synth --dry-run`.
+TEST(Synth, SizeLabelIsTheConvertersOwn) {
+  struct Want {
+    const char* preset;
+    const char* name;
+    const char* label;
+  };
+  for (const Want& w : {Want{"qwen35-9b", "", "9.2B"}, Want{"qwen35-0.8b", "", "773M"}, Want{"tiny", "", "315K"},
+                        Want{"qwen35-35b-a3b", "", "256x2.6B"}, Want{"tiny-moe", "", "8x239K"},
+                        Want{"qwen35-35b-a3b", "Qwen3.5-35B-A3B", "35B-A3B"},
+                        Want{"qwen35-35b-a3b", "qwen35-35b-a3b", "35B-a3B"}, Want{"qwen35-9b", "Qwen3.5-9B", "9B"},
+                        Want{"qwen35-9b", "Qwen3.5-9B-128K", "9B"}, Want{"qwen35-0.8b", "qwen35-0.8b", "0.8B"}}) {
+    const SynthPreset* p = find_preset(w.preset);
+    ASSERT_NE(p, nullptr) << w.preset;
+    EXPECT_EQ(qwen35::size_label(p->dims, w.name), w.label) << w.preset << " named '" << w.name << "'";
+  }
+  Result<SynthReport> r = synth_model({.preset = "qwen35-35b-a3b", .type = DType::Q8_0, .dry_run = true});
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->layout.get<std::string>("general.size_label").value(), "35B-a3B");
+  const GgufTensorInfo* g = r->layout.find_tensor("blk.0.ffn_gate_inp_shexp.weight");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->n_dims, 2u);  // [2048, 1], as llama.cpp's converter writes it
+  EXPECT_EQ(g->ne[0], 2048);
+  EXPECT_EQ(g->ne[1], 1);
+}
+
 TEST(Synth, UnknownPresetIsNamed) {
   Result<SynthReport> r = synth_model({.preset = "llama-7b", .output = "/tmp/never.gguf"});
   ASSERT_FALSE(r.ok());

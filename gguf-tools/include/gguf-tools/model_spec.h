@@ -58,7 +58,6 @@ enum class Xform : uint8_t {
   EXPERTS_GATE,  // fused gate_up_proj [E, 2Fe, H] rows [0, Fe), or stacked experts.{e}.gate_proj
   EXPERTS_UP,    // rows [Fe, 2Fe) of gate_up_proj, or stacked experts.{e}.up_proj
   EXPERTS_DOWN,  // down_proj [E, H, Fe], or stacked experts.{e}.down_proj
-  SQUEEZE,       // shared_expert_gate [1, H] -> {H}
 };
 
 struct TensorSpec {

@@ -172,6 +172,7 @@ void Hparams::write_gguf(GgufFile& meta, const std::string& name, uint32_t file_
   meta.set("general.architecture", arch_name());
   meta.set("general.type", "model");
   meta.set("general.name", name);
+  meta.set("general.size_label", size_label(*this, name));
   meta.set(a + kBlockCount, u32(n_block()));
   if (n_ctx_train > 0) meta.set(a + kContextLength, u32(n_ctx_train));
   meta.set(a + kEmbeddingLength, u32(n_embd));

@@ -134,4 +134,9 @@ std::string weight_name(WeightId id, int block = -1);
 // the first MTP block), output_norm, output (absent when tied).
 std::vector<WeightSpec> weight_layout(const Hparams& hp);
 
+// general.size_label as llama.cpp's converter derives it: the size parts of the model's name
+// ("Qwen3.5-35B-A3B" -> "35B-A3B"), else from the tensors: "9.2B" for a dense model, "256x2.6B"
+// (experts x the parameters one token reaches, shared ones included) for a MoE model.
+std::string size_label(const Hparams& hp, std::string_view model_name = {});
+
 }  // namespace gl::qwen35
