@@ -101,6 +101,24 @@ void add_top_k(std::vector<OpCase>& out) {
   }));
 }
 
+// A MoE router as the model builds it (softmax, top-k, the picked probabilities renormalised);
+// the CUDA backend fuses softmax + top_k and get_rows .. div. Token counts around its 8 tokens
+// per block. The weights: kNmseF32Sum (a softmax and a sum of k values, then one division).
+void add_router(std::vector<OpCase>& out) {
+  for (const int64_t T : {1, 4, 9}) {
+    out.push_back(selection(fmt::format("router_ids_e256_k8_T{}", T), Op::TOP_K, [T](In& in) {
+      Tensor* probs = softmax(in.ctx, in.input(DType::F32, {256, T}, Fill::distinct(1e-3)), nullptr, 1.0f, false);
+      return top_k(in.ctx, probs, 8);
+    }));
+    push(out, fmt::format("router_weights_e256_k8_T{}", T), Op::DIV, kNmseF32Sum, [T](In& in) {
+      Tensor* probs = softmax(in.ctx, in.input(DType::F32, {256, T}, Fill::distinct(1e-3)), nullptr, 1.0f, false);
+      Tensor* ids = top_k(in.ctx, probs, 8);
+      Tensor* w = reshape(in.ctx, get_rows(in.ctx, reshape(in.ctx, probs, {1, 256, T}), ids), {8, T});
+      return div(in.ctx, w, sum_rows(in.ctx, w));
+    });
+  }
+}
+
 void add_sum_rows(std::vector<OpCase>& out) {
   // kNmseF32Sum: an f32 sum of the row.
   push(out, "sum_rows_f32_33x7x3", Op::SUM_ROWS, kNmseF32Sum, [](In& in) {
@@ -130,6 +148,7 @@ std::vector<OpCase> reduce_cases() {
   add_norm(Op::L2_NORM, out);
   add_argmax(out);
   add_top_k(out);
+  add_router(out);
   add_sum_rows(out);
   return out;
 }

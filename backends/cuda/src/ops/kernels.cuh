@@ -36,7 +36,13 @@ void copy(const Ctx& ctx, Tensor& dst);        // CONT, CPY
 void argmax(const Ctx& ctx, Tensor& dst);      // ARGMAX
 void top_k(const Ctx& ctx, Tensor& dst);       // TOP_K
 void sum_rows(const Ctx& ctx, Tensor& dst);    // SUM_ROWS
-void mul_mat(const Ctx& ctx, Tensor& dst);     // MUL_MAT
+// A MoE router's SOFTMAX (no mask) and the TOP_K of its result, one kernel writing both; false
+// (nothing launched) when the pair does not have that shape.
+bool softmax_top_k(const Ctx& ctx, Tensor& softmax, Tensor& top_k);
+// GET_ROWS of the picked probabilities -> RESHAPE -> SUM_ROWS -> DIV (the experts' renormalised
+// weights), one kernel writing every result; 4 when launched, 0 (nothing launched) otherwise.
+int expert_weights(const Ctx& ctx, std::span<Tensor* const> nodes);
+void mul_mat(const Ctx& ctx, Tensor& dst);  // MUL_MAT
 // A MUL_MAT on the GEMV path followed by elementwise nodes reading its result (a gate's sigmoid,
 // the softplus gate chain, swiglu on the up projection): one launch, the chain applied by each
 // output's writer; how many nodes were launched, 0 (nothing launched) when there is no such run.

@@ -1,0 +1,135 @@
+// router.cu - the MoE router's small nodes, fused (a decode step launches them once per layer).
+//
+// softmax_top_k: SOFTMAX (no mask, not causal) and the TOP_K that reads its result, one kernel
+// writing both. The probabilities follow softmax_kernel's arithmetic with its launch geometry
+// (so the same reduction order and the same bits); the picks follow top_k's total order, which
+// does not depend on the geometry. expert_weights: GET_ROWS of the picked probabilities, SUM_ROWS
+// of them and the DIV that renormalises them: one warp per token, the double sum in sum_rows'
+// shuffle order (one warp for k <= 32), so again the unfused bits. Every node's result is written:
+// later readers (the weights' reshape, the experts' ids) find them where the plan put them.
+#include <cmath>
+
+#include "cuda_utils.cuh"
+#include "kernels.cuh"
+
+namespace gl::cuda {
+namespace {
+
+constexpr int32_t kNoPick = INT32_MAX;  // ranks after every real element of equal value
+
+// Rows of a [E, ...]: p = softmax(scale * a) into probs, then the k largest of p into ids.
+__global__ void softmax_top_k_kernel(TensorArg a, TensorArg probs, TensorArg ids, int64_t rows, float scale,
+                                     int32_t k) {
+  __shared__ float max_scratch[32];
+  __shared__ double sum_scratch[32];
+  __shared__ Ranked rank_scratch[32];
+  for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
+    const int64_t r = base + threadIdx.y;
+    const bool live = r < rows;  // a row group past the end still joins the reductions
+    int64_t i1 = 0, i2 = 0, i3 = 0;
+    if (live) unravel_row(probs.ne, r, i1, i2, i3);
+    const int64_t n = live ? a.ne[0] : 0;
+    const char* ra = row_ptr(a, i1, i2, i3);
+    char* rp = row_ptr(probs, i1, i2, i3);
+    auto score = [&](int64_t j) { return __fmul_rn(load_plain(a.type, ra + j * a.nb[0]), scale); };
+    float mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, score(j));
+    mx = group_reduce(mx, MaxOp{}, max_scratch);
+    const int64_t end = mx == -INFINITY ? 0 : n;  // everything -inf: all zeros
+    double sum = 0.0;
+    for (int64_t j = threadIdx.x; j < end; j += blockDim.x) sum += static_cast<double>(expf(score(j) - mx));
+    sum = group_reduce(sum, SumOp{}, sum_scratch);
+    const double inv = 1.0 / sum;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const float v = j < end ? static_cast<float>(static_cast<double>(expf(score(j) - mx)) * inv) : 0.0f;
+      store_plain(probs.type, rp + j * probs.nb[0], v);
+    }
+    __syncthreads();  // the row's probabilities, written by the whole group, are read back below
+    Ranked prev{INFINITY, -1};
+    for (int32_t p = 0; p < k; ++p) {
+      Ranked best{-INFINITY, kNoPick};
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        const float v = load_plain(probs.type, rp + j * probs.nb[0]);
+        const Ranked e{isnan(v) ? -INFINITY : v, static_cast<int32_t>(j)};
+        if (ranks_before(prev, e) && ranks_before(e, best)) best = e;
+      }
+      best = group_reduce(best, RankOp{}, rank_scratch);
+      if (live && threadIdx.x == 0) *reinterpret_cast<int32_t*>(row_ptr(ids, i1, i2, i3) + p * ids.nb[0]) = best.i;
+      prev = best;
+    }
+  }
+}
+
+// Token t (one warp): w[j] = probs[ids[j, t], t] for j < k, s = sum w (double), out[j] = w[j] / s.
+// probs [1, E, T] (a view of the softmax result), picked [1, k, T], sum [1, T], out [k, T].
+__global__ void expert_weights_kernel(TensorArg probs, TensorArg ids, TensorArg picked, TensorArg sum,
+                                      TensorArg out, int64_t n_tokens) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (t >= n_tokens) return;  // whole warps leave together: the shuffles below see full warps
+  const int j = static_cast<int>(threadIdx.x);
+  const int64_t k = ids.ne[0];
+  float w = 0.0f;
+  if (j < k) {
+    const int32_t id = *reinterpret_cast<const int32_t*>(ids.data + j * ids.nb[0] + t * ids.nb[1]);
+    w = *reinterpret_cast<const float*>(probs.data + static_cast<int64_t>(id) * probs.nb[1] + t * probs.nb[2]);
+    *reinterpret_cast<float*>(picked.data + j * picked.nb[1] + t * picked.nb[2]) = w;
+  }
+  double s = j < k ? static_cast<double>(w) : 0.0;
+  for (int o = 16; o > 0; o >>= 1) s += shfl_xor(s, o);
+  const float total = static_cast<float>(s);
+  if (j == 0) *reinterpret_cast<float*>(sum.data + t * sum.nb[1]) = total;
+  if (j < k) *reinterpret_cast<float*>(out.data + j * out.nb[0] + t * out.nb[1]) = w / total;
+}
+
+bool f32(const Tensor& t) { return t.type == DType::F32; }
+
+// One batch dim of tokens: nothing in dims 2 and 3 of a [n, T] tensor.
+bool tokens_2d(const Tensor& t) { return t.ne[2] == 1 && t.ne[3] == 1; }
+
+}  // namespace
+
+bool softmax_top_k(const Ctx& ctx, Tensor& sm, Tensor& tk) {
+  if (sm.op != Op::SOFTMAX || tk.op != Op::TOP_K || tk.src[0] != &sm || sm.src[1] != nullptr) return false;
+  const SoftmaxParams sp = sm.p<SoftmaxParams>();
+  const Tensor& a = *sm.src[0];
+  const int32_t k = tk.p<TopKParams>().k;
+  if (sp.causal || !supports_elementwise(sm) || !supports_reduce(tk) || !same_shape(a, sm)) return false;
+  if (k < 1 || k > sm.ne[0] || tk.ne[0] != k || sm.ne[0] >= kNoPick) return false;
+  if (tk.ne[1] != sm.ne[1] || tk.ne[2] != sm.ne[2] || tk.ne[3] != sm.ne[3]) return false;
+  if (!disjoint(tk, sm) || !disjoint(tk, a) || !safe_to_fuse(sm, a)) return false;
+  const RowLaunch l = row_launch(sm.ne[0], nrows(sm), 1024);  // softmax's own geometry
+  if (l.empty()) return true;
+  softmax_top_k_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(sm), arg(tk), l.rows, sp.scale, k);
+  return true;
+}
+
+int expert_weights(const Ctx& ctx, std::span<Tensor* const> nodes) {
+  if (nodes.size() < 4) return 0;
+  Tensor& g = *nodes[0];
+  Tensor& r = *nodes[1];
+  Tensor& s = *nodes[2];
+  Tensor& d = *nodes[3];
+  if (g.op != Op::GET_ROWS || r.op != Op::RESHAPE || s.op != Op::SUM_ROWS || d.op != Op::DIV) return 0;
+  if (r.src[0] != &g || s.src[0] != &r || d.src[0] != &r || d.src[1] != &s) return 0;
+  const Tensor& probs = *g.src[0];
+  const Tensor& ids = *g.src[1];
+  const int64_t k = ids.ne[0], T = ids.ne[1];
+  // probs [1, E, T], ids I32 [k, T], picked [1, k, T]; r [k, T], sum [1, T], out [k, T].
+  if (!f32(probs) || !f32(g) || !f32(s) || !f32(d) || ids.type != DType::I32 || k > 32 || T < 1) return 0;
+  if (probs.ne[0] != 1 || probs.ne[2] != T || probs.ne[3] != 1 || !tokens_2d(ids)) return 0;
+  if (g.ne[0] != 1 || g.ne[1] != k || g.ne[2] != T || r.ne[0] != k || r.ne[1] != T || !tokens_2d(r)) return 0;
+  if (!is_contiguous(g) || s.ne[0] != 1 || s.ne[1] != T || !tokens_2d(s) || !same_shape(d, r)) return 0;
+  // Every output against every input that a later-running warp may still read.
+  for (const Tensor* out : {&g, &s, &d})
+    for (const Tensor* in : {&probs, &ids}) {
+      if (!disjoint(*out, *in)) return 0;
+    }
+  if (!disjoint(g, s) || !disjoint(s, d) || !safe_to_fuse(d, r)) return 0;
+  constexpr int kTokensPerBlock = 8;
+  const auto blocks = static_cast<unsigned>((T + kTokensPerBlock - 1) / kTokensPerBlock);
+  expert_weights_kernel<<<blocks, dim3(32, kTokensPerBlock), 0, ctx.stream>>>(arg(probs), arg(ids), arg(g), arg(s),
+                                                                             arg(d), T);
+  return 4;
+}
+
+}  // namespace gl::cuda
