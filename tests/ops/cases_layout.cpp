@@ -18,7 +18,19 @@ double store_nmse(DType t) {
     case DType::BF16: return kNmseBf16Out;
     case DType::Q8_0: return kNmseQ8Out;
     case DType::F32:
-    case DType::I32: break;
+    case DType::I32:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: break;  // only read here (get_rows), never stored
   }
   return kExact;
 }

@@ -20,7 +20,19 @@ double device_nmse(DType w) {
     case DType::BF16: return kNmseBf16Out;  // x rounded to bf16
     case DType::Q8_0: return kNmseQ8Out;    // x quantized to 8 bits per block of 32
     case DType::F32:
-    case DType::I32: break;
+    case DType::I32:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: break;  // no device kernels yet (placed on the CPU)
   }
   return kNmseF32Sum;
 }

@@ -30,6 +30,18 @@ constexpr CpuTypeKernels kernels_of(DType t) {
     case DType::BF16: return f32_act_kernels<DType::BF16>();
     case DType::Q8_0: return f32_act_kernels<DType::Q8_0>();
     case DType::I32: return {};  // indices, never a weight
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: return {};  // the llama.cpp quant family: no CPU kernels yet
   }
   return {};
 }
