@@ -46,6 +46,13 @@ void add_get_rows(std::vector<OpCase>& out) {
       return get_rows(in.ctx, in.input(t, {64, 33}), in.input(DType::I32, {7}, Fill::ids(33)));
     });
   }
+  // The llama.cpp family: a row decodes exactly to the reference dequantizer's floats.
+  for (DType t : kQuantFamily) {
+    const int64_t k = dtype_traits(t).block_size == 256 ? 512 : 96;
+    push(out, fmt::format("get_rows_{}_K{}_R33_n7_b2", tname(t), k), Op::GET_ROWS, kExact, [t, k](In& in) {
+      return get_rows(in.ctx, in.input(t, {k, 33, 2}), in.input(DType::I32, {7, 2}, Fill::ids(33)));
+    });
+  }
   push(out, "get_rows_f32_K31_R9_n5_b3x2", Op::GET_ROWS, kExact, [](In& in) {
     return get_rows(in.ctx, in.input(DType::F32, {31, 9, 3, 2}), in.input(DType::I32, {5, 3, 2}, Fill::ids(9)));
   });
