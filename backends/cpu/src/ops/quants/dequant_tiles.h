@@ -32,8 +32,7 @@ struct DequantKernels {
 
   // Decodes elements [k0, k0 + m) of each of the nw rows of w into buf (rows kDequantChunk apart).
   static void decode_chunk(const void* const* w, int nw, int64_t k0, int64_t m, float* buf) {
-    for (int i = 0; i < nw; ++i)
-      Dequant(static_cast<const Block*>(w[i]) + k0 / kBlock, buf + i * kDequantChunk, m);
+    for (int i = 0; i < nw; ++i) Dequant(static_cast<const Block*>(w[i]) + k0 / kBlock, buf + i * kDequantChunk, m);
   }
 
   // RX activation rows times NW weight rows (the first nw results stored).
