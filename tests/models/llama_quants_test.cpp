@@ -26,21 +26,21 @@
 
 #include <cmath>
 #include <cstring>
-#include <iostream>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "fixture.h"
 #include "ggml-lite/context.h"
 #include "ggml-lite/cpu.h"
 #include "ggml-lite/executor.h"
 #include "ggml-lite/gguf.h"
 #include "ggml-lite/models/runner.h"
 #include "ggml-lite/ops.h"
-#include "fixture.h"
 
 namespace gl::test {
 namespace {
@@ -50,9 +50,9 @@ namespace fs = std::filesystem;
 // /work/shared sits beside the checkout (GL_SOURCE_DIR); CI has the same layout.
 fs::path fixture_dir() { return fs::path(GL_SOURCE_DIR).parent_path() / "shared" / "fixtures" / "llama-quants"; }
 
-constexpr const char* kFiles[] = {"dense-Q4_K_M", "dense-Q5_K_M", "dense-Q6_K",   "dense-Q3_K_M", "dense-Q2_K",
-                                  "dense-Q4_0",   "dense-Q4_1",   "dense-Q5_0",   "dense-IQ4_NL", "dense-IQ4_XS",
-                                  "moe-Q4_K_M",   "moe-MXFP4_MOE"};
+constexpr const char* kFiles[] = {"dense-Q4_K_M", "dense-Q5_K_M", "dense-Q6_K", "dense-Q3_K_M",
+                                  "dense-Q2_K",   "dense-Q4_0",   "dense-Q4_1", "dense-Q5_0",
+                                  "dense-IQ4_NL", "dense-IQ4_XS", "moe-Q4_K_M", "moe-MXFP4_MOE"};
 
 template <class T>
 std::vector<T> read_bin(const fs::path& p) {
@@ -174,7 +174,8 @@ std::string file_test_name(const ::testing::TestParamInfo<std::string>& p) {
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, LlamaQuantsTest, ::testing::ValuesIn(std::vector<std::string>(std::begin(kFiles), std::end(kFiles))),
+INSTANTIATE_TEST_SUITE_P(Files, LlamaQuantsTest,
+                         ::testing::ValuesIn(std::vector<std::string>(std::begin(kFiles), std::end(kFiles))),
                          file_test_name);
 
 }  // namespace

@@ -1,12 +1,13 @@
 // quants/dequant_tiles.h - the exact CPU path of the llama.cpp quant family (Q4_0 .. Q6_K, IQ4_NL,
-// IQ4_XS, MXFP4): weights are decoded by the type's own dequantizer, activations stay F32.
+// IQ4_XS, MXFP4): weights are decoded exactly as the reference dequantizer does (decode.h),
+// activations stay F32.
 //
-//   using K = DequantKernels<BlockQ4_K, dequantize_row_q4_k, kQ4_KBlock>;
+//   using K = DequantKernels<DecodeQ4_K>;
 //   K::row_to_f32(row, buf, K);                      // == dtype_traits(Q4_K).to_float, bit for bit
 //   K::dot_rows(w_rows, nw, x_rows, nx, K, out, off);  // out[j][off + i] = w[i] . x[j]
 //
 // dot_rows reads weight rows in place: each tile decodes a chunk of 256 elements of its weight
-// rows into a small stack buffer with the reference dequantizer, then runs the same FMA tile as
+// rows into a small stack buffer, then runs the same FMA tile as
 // the F32 weights (dot_tiles.h) over it. The partial sums run over k in the same lane order as
 // converting whole rows first, so both matmul paths (in place and converted scratch) give the
 // same bits, and every weight is exactly the value gguf-py's dequantizer gives.
@@ -17,6 +18,7 @@
 #include <cstdint>
 
 #include "../simd.h"
+#include "decode.h"
 
 namespace gl::cpu {
 namespace {
@@ -24,15 +26,20 @@ namespace {
 // Elements of a weight row decoded per step (a multiple of every block size: K-quants are 256).
 constexpr int64_t kDequantChunk = 256;
 
-template <class Block, void (*Dequant)(const Block*, float*, int64_t), int64_t kBlock>
+template <class D>
 struct DequantKernels {
+  using Block = typename D::Block;
+  static constexpr int64_t kBlock = D::kBlock;
   static_assert(kDequantChunk % kBlock == 0 && kBlock % simd::kLanes == 0, "blocks must tile the chunk and vectors");
 
-  static void row_to_f32(const void* src, float* dst, int64_t n) { Dequant(static_cast<const Block*>(src), dst, n); }
+  static void row_to_f32(const void* src, float* dst, int64_t n) {
+    decode_row<D>(static_cast<const Block*>(src), dst, n);
+  }
 
   // Decodes elements [k0, k0 + m) of each of the nw rows of w into buf (rows kDequantChunk apart).
   static void decode_chunk(const void* const* w, int nw, int64_t k0, int64_t m, float* buf) {
-    for (int i = 0; i < nw; ++i) Dequant(static_cast<const Block*>(w[i]) + k0 / kBlock, buf + i * kDequantChunk, m);
+    for (int i = 0; i < nw; ++i)
+      decode_row<D>(static_cast<const Block*>(w[i]) + k0 / kBlock, buf + i * kDequantChunk, m);
   }
 
   // RX activation rows times NW weight rows (the first nw results stored).
