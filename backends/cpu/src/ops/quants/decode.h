@@ -186,7 +186,8 @@ struct DecodeQ3_K {
     two_bit_levels(b.qs, q);
     // A clear bit (i / 32) of hmask[i % 32] means the level is 4 lower.
     for (int g = 0; g < 8; ++g)
-      for (int l = 0; l < 32; ++l) q[32 * g + l] = static_cast<int8_t>(q[32 * g + l] - (((b.hmask[l] >> g) & 1) ? 0 : 4));
+      for (int l = 0; l < 32; ++l)
+        q[32 * g + l] = static_cast<int8_t>(q[32 * g + l] - (((b.hmask[l] >> g) & 1) ? 0 : 4));
     const float d = half_to_float(b.d);
     for (int j = 0; j < 16; ++j) scale_levels(q + 16 * j, d * static_cast<float>(scale(b.scales, j)), y + 16 * j, 16);
   }
