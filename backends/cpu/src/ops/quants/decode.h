@@ -46,58 +46,104 @@ inline void scale_levels_add(const int8_t* q, float s, float m, float* y, int n)
   for (int i = 0; i < n; ++i) y[i] = s * static_cast<float>(q[i]) + m;
 }
 
-// The low nibbles of 16 bytes to lo, the high ones to hi (GCC turns the plain loop into byte
-// inserts through the stack, several times slower than the two vector ops).
-inline void split_nibbles_16(const uint8_t* qs, int8_t* lo, int8_t* hi) {
+// Levels are written with one 32-byte store per 32 elements: the scaling loops then read them
+// back with loads that lie inside one store (two 16-byte stores read by one 32-byte load cannot be
+// forwarded, and that stall cost more than the rest of the decode).
+
+// 32 bytes: the low nibbles of qs[0..15], then their high nibbles.
+inline void nibbles_32(const uint8_t* qs, int8_t* q) {
 #if defined(__AVX2__)
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i m = _mm_set1_epi8(0x0F);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(lo), _mm_and_si128(v, m));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(hi), _mm_and_si128(_mm_srli_epi16(v, 4), m));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_and_si256(both, _mm256_set1_epi8(0x0F)));
 #else
   for (int j = 0; j < 16; ++j) {
-    lo[j] = static_cast<int8_t>(qs[j] & 0xF);
-    hi[j] = static_cast<int8_t>(qs[j] >> 4);
+    q[j] = static_cast<int8_t>(qs[j] & 0xF);
+    q[j + 16] = static_cast<int8_t>(qs[j] >> 4);
   }
 #endif
 }
 // The same, each nibble mapped through a 16-entry table (IQ4_NL and MXFP4 values).
-inline void split_nibbles_table_16(const uint8_t* qs, const int8_t* table, int8_t* lo, int8_t* hi) {
+inline void table_levels_32(const uint8_t* qs, const int8_t* table, int8_t* q) {
 #if defined(__AVX2__)
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
-  const __m128i m = _mm_set1_epi8(0x0F);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(lo), _mm_shuffle_epi8(t, _mm_and_si128(v, m)));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(hi), _mm_shuffle_epi8(t, _mm_and_si128(_mm_srli_epi16(v, 4), m)));
+  const __m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0F));
+  const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_shuffle_epi8(t, idx));
 #else
   for (int j = 0; j < 16; ++j) {
-    lo[j] = table[qs[j] & 0xF];
-    hi[j] = table[qs[j] >> 4];
+    q[j] = table[qs[j] & 0xF];
+    q[j + 16] = table[qs[j] >> 4];
   }
 #endif
 }
-
-// Legacy blocks of 32: element j in the low nibble of qs[j], element j + 16 in the high one.
-inline void nibbles_32(const uint8_t* qs, int8_t* q) { split_nibbles_16(qs, q, q + 16); }
+// Q4_K / Q5_K: 64c + l is the low nibble of qs[32c + l], 64c + 32 + l the high one.
+inline void k_nibbles(const uint8_t* qs, int8_t* q) {
+  for (int c = 0; c < 4; ++c) {
+#if defined(__AVX2__)
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+    const __m256i m = _mm256_set1_epi8(0x0F);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), _mm256_and_si256(v, m));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), m));
+#else
+    for (int l = 0; l < 32; ++l) {
+      q[64 * c + l] = static_cast<int8_t>(qs[32 * c + l] & 0xF);
+      q[64 * c + 32 + l] = static_cast<int8_t>(qs[32 * c + l] >> 4);
+    }
+#endif
+  }
+}
 // Adds bit 4 of each element (bit j of the little-endian u32 qh).
 inline void add_high_bits_32(const uint8_t* qh, int8_t* q) {
   uint32_t h;
   std::memcpy(&h, qh, 4);
+#if defined(__AVX2__)
+  // Byte j gets byte j / 8 of h, then tests its bit j % 8.
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(h)),
+                          _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_or_si256(v, high));
+#else
   for (int j = 0; j < 32; ++j) q[j] = static_cast<int8_t>(q[j] | (((h >> j) & 1u) << 4));
+#endif
 }
 inline void offset_levels(int8_t* q, int n, int off) {
   for (int i = 0; i < n; ++i) q[i] = static_cast<int8_t>(q[i] - off);
 }
 // Q2_K / Q3_K: element 128h + 32k + l is bits 2k..2k+1 of qs[32h + l].
 inline void two_bit_levels(const uint8_t* qs, int8_t* q) {
-  for (int h = 0; h < 2; ++h)
+  for (int h = 0; h < 2; ++h) {
+#if defined(__AVX2__)
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
+    const __m256i m = _mm256_set1_epi8(3);
+    for (int k = 0; k < 4; ++k)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 128 * h + 32 * k),
+                          _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m));
+#else
     for (int k = 0; k < 4; ++k)
       for (int l = 0; l < 32; ++l) q[128 * h + 32 * k + l] = static_cast<int8_t>((qs[32 * h + l] >> (2 * k)) & 3);
+#endif
+  }
 }
-// Q4_K / Q5_K: 64c + l is the low nibble of qs[32c + l], 64c + 32 + l the high one.
-inline void k_nibbles(const uint8_t* qs, int8_t* q) {
-  for (int c = 0; c < 4; ++c)
-    for (int h = 0; h < 2; ++h) split_nibbles_16(qs + 32 * c + 16 * h, q + 64 * c + 16 * h, q + 64 * c + 32 + 16 * h);
+// q[32g + l] += bit g of bits[l] ? set : clear, for g < 8 (Q3_K's high bit, Q5_K's bit 4).
+inline void add_by_bit(const uint8_t* bits, int8_t set, int8_t clear, int8_t* q) {
+  for (int g = 0; g < 8; ++g) {
+#if defined(__AVX2__)
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits));
+    const __m256i mask = _mm256_set1_epi8(static_cast<char>(1 << g));
+    const __m256i is_set = _mm256_cmpeq_epi8(_mm256_and_si256(b, mask), mask);
+    const __m256i add = _mm256_blendv_epi8(_mm256_set1_epi8(clear), _mm256_set1_epi8(set), is_set);
+    int8_t* qg = q + 32 * g;
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qg));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qg), _mm256_add_epi8(v, add));
+#else
+    for (int l = 0; l < 32; ++l)
+      q[32 * g + l] = static_cast<int8_t>(q[32 * g + l] + (((bits[l] >> g) & 1) ? set : clear));
+#endif
+  }
 }
 // Q4_K / Q5_K: the 6-bit scale and min of sub-block j (of 8), times d and dmin.
 inline void k4_factors(uint16_t d16, uint16_t dmin16, const uint8_t* s, float* d, float* m) {
@@ -108,10 +154,6 @@ inline void k4_factors(uint16_t d16, uint16_t dmin16, const uint8_t* s, float* d
     d[j] = dall * static_cast<float>(ls);
     m[j] = mall * static_cast<float>(lm);
   }
-}
-// A 4-bit index table (IQ4_NL values, MXFP4 values): element j low nibble, j + 16 high.
-inline void table_levels_32(const uint8_t* qs, const int8_t* table, int8_t* q) {
-  split_nibbles_table_16(qs, table, q, q + 16);
 }
 
 struct DecodeQ4_0 {
@@ -185,9 +227,7 @@ struct DecodeQ3_K {
     int8_t q[256];
     two_bit_levels(b.qs, q);
     // A clear bit (i / 32) of hmask[i % 32] means the level is 4 lower.
-    for (int g = 0; g < 8; ++g)
-      for (int l = 0; l < 32; ++l)
-        q[32 * g + l] = static_cast<int8_t>(q[32 * g + l] - (((b.hmask[l] >> g) & 1) ? 0 : 4));
+    add_by_bit(b.hmask, 0, -4, q);
     const float d = half_to_float(b.d);
     for (int j = 0; j < 16; ++j) scale_levels(q + 16 * j, d * static_cast<float>(scale(b.scales, j)), y + 16 * j, 16);
   }
@@ -211,9 +251,8 @@ struct DecodeQ5_K {
   static void block(const Block& b, float* y) {
     int8_t q[256];
     k_nibbles(b.qs, q);
-    // Bit 4 of element 32j + l is bit j of qh[l].
-    for (int j = 0; j < 8; ++j)
-      for (int l = 0; l < 32; ++l) q[32 * j + l] = static_cast<int8_t>(q[32 * j + l] | (((b.qh[l] >> j) & 1) << 4));
+    // Bit 4 of element 32j + l is bit j of qh[l] (the nibble is clear there, so adding 16 sets it).
+    add_by_bit(b.qh, 16, 0, q);
     float d[8], m[8];
     k4_factors(b.d, b.dmin, b.scales, d, m);
     for (int j = 0; j < 8; ++j) scale_levels_sub(q + 32 * j, d[j], m[j], y + 32 * j, 32);
@@ -223,18 +262,32 @@ struct DecodeQ5_K {
 struct DecodeQ6_K {
   using Block = BlockQ6_K;
   static constexpr int64_t kBlock = kQ6_KBlock;
-  static void block(const Block& b, float* y) {
-    int8_t q[256];
-    // Element 128h + 32k + l: low 4 bits from ql[64h + 32(k & 1) + l] (low nibble for k < 2),
-    // high 2 bits from bits 2k..2k+1 of qh[32h + l]; stored + 32.
+  // Element 128h + 32k + l: low 4 bits from ql[64h + 32(k & 1) + l] (low nibble for k < 2),
+  // high 2 bits from bits 2k..2k+1 of qh[32h + l]; stored + 32.
+  static void levels(const Block& b, int8_t* q) {
     for (int h = 0; h < 2; ++h)
-      for (int k = 0; k < 4; ++k)
+      for (int k = 0; k < 4; ++k) {
+#if defined(__AVX2__)
+        const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+        const __m256i lb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32 * (k & 1)));
+        const __m256i lo = _mm256_and_si256(k < 2 ? lb : _mm256_srli_epi16(lb, 4), m4);
+        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+        const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), m2), 4);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 128 * h + 32 * k),
+                            _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32)));
+#else
         for (int l = 0; l < 32; ++l) {
           const uint8_t lo_byte = b.ql[64 * h + 32 * (k & 1) + l];
           const int lo = k < 2 ? lo_byte & 0xF : lo_byte >> 4;
           const int hi = (b.qh[32 * h + l] >> (2 * k)) & 3;
           q[128 * h + 32 * k + l] = static_cast<int8_t>((lo | (hi << 4)) - 32);
         }
+#endif
+      }
+  }
+  static void block(const Block& b, float* y) {
+    int8_t q[256];
+    levels(b, q);
     const float d = half_to_float(b.d);
     for (int j = 0; j < 16; ++j) scale_levels(q + 16 * j, d * static_cast<float>(b.scales[j]), y + 16 * j, 16);
   }
