@@ -33,17 +33,33 @@ namespace {
 
 using simd::half_to_float;
 
-// y[i] = s * q[i]
-inline void scale_levels(const int8_t* q, float s, float* y, int n) {
-  for (int i = 0; i < n; ++i) y[i] = s * static_cast<float>(q[i]);
+// y[i] = s * q[i] (- m, + m): Op says which. n is a multiple of 8.
+enum class Offset { NONE, SUB, ADD };
+template <Offset Op>
+inline void scale_levels_op(const int8_t* q, float s, float m, float* y, int n) {
+#if defined(__AVX2__)
+  // Explicit 8-wide steps: GCC picks 4-wide code for the 16-element sub-blocks by itself.
+  const __m256 vs = _mm256_set1_ps(s), vm = _mm256_set1_ps(m);
+  for (int i = 0; i < n; i += 8) {
+    const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
+    __m256 v = _mm256_mul_ps(vs, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)));
+    if constexpr (Op == Offset::SUB) v = _mm256_sub_ps(v, vm);
+    if constexpr (Op == Offset::ADD) v = _mm256_add_ps(v, vm);
+    _mm256_storeu_ps(y + i, v);
+  }
+#else
+  for (int i = 0; i < n; ++i) {
+    const float v = s * static_cast<float>(q[i]);
+    y[i] = Op == Offset::SUB ? v - m : Op == Offset::ADD ? v + m : v;
+  }
+#endif
 }
-// y[i] = s * q[i] - m
+inline void scale_levels(const int8_t* q, float s, float* y, int n) { scale_levels_op<Offset::NONE>(q, s, 0.0f, y, n); }
 inline void scale_levels_sub(const int8_t* q, float s, float m, float* y, int n) {
-  for (int i = 0; i < n; ++i) y[i] = s * static_cast<float>(q[i]) - m;
+  scale_levels_op<Offset::SUB>(q, s, m, y, n);
 }
-// y[i] = s * q[i] + m
 inline void scale_levels_add(const int8_t* q, float s, float m, float* y, int n) {
-  for (int i = 0; i < n; ++i) y[i] = s * static_cast<float>(q[i]) + m;
+  scale_levels_op<Offset::ADD>(q, s, m, y, n);
 }
 
 // Levels are written with one 32-byte store per 32 elements: the scaling loops then read them
