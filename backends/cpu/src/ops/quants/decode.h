@@ -1,5 +1,6 @@
-// quants/decode.h - block decoders of the llama.cpp quant family for the CPU kernels, built with
-// the backend's target flags (AVX2 / AVX-512) so the compiler vectorises them.
+// quants/decode.h - block decoders of the llama.cpp quant family for the CPU kernels: AVX2
+// intrinsics where the target has them (AVX-512 builds too), plain loops otherwise; the test
+// below passes on both (GL_CPU_NATIVE=OFF gives the plain loops).
 //
 //   decode_row<DecodeQ4_K>(blocks, y, n);  // == dequantize_row_q4_k(blocks, y, n), bit for bit
 //
