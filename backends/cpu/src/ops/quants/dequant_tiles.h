@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "../dot_tiles.h"
 #include "../simd.h"
 #include "decode.h"
 
@@ -80,7 +81,7 @@ struct DequantKernels {
   // The DotRowsFn of dtype_kernels.h (F32 activation rows).
   static void dot_rows(const void* const* w, int nw, const void* const* x, int64_t nx, int64_t k, float* const* out,
                        int64_t out_off) {
-    constexpr int kW = 4, kX = 3;  // weight rows per tile reuse each activation vector kW times
+    constexpr int kW = kBlockW, kX = kBlockX;  // the F32 tile's shape (dot_tile_shape())
     for (int64_t j0 = 0; j0 < nx; j0 += kX) {
       const int jn = static_cast<int>(std::min<int64_t>(kX, nx - j0));
       const float* xf[kX];
