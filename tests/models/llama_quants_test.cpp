@@ -20,8 +20,8 @@
 //   dense-IQ4_XS    1.2e-04     0.114
 //   moe-Q4_K_M      1.2e-04     0.160
 //   moe-MXFP4_MOE   1.6e-04     0.176
-// The ~1e-4 left is float summation order (ours vs llama.cpp's F32 kernels), as for the F32
-// fixtures; the weights themselves are bit-identical to gguf-py's (EveryTensorMatchesGgufPy).
+// Both sides compute the same math in float32 from bit-identical weights (EveryTensorMatchesGgufPy);
+// the ~1e-4 left is the float32 difference between the two engines (summation order and the like).
 #include <gtest/gtest.h>
 
 #include <cmath>
