@@ -13,7 +13,7 @@ Examples:
   gguf-inspect model.gguf --no-tensors    # metadata only
   gguf-inspect model.gguf --json | jq '.metadata[] | select(.key == "general.file_type")'
 
-Works on any llama.cpp GGUF, including tensor types ggml-lite cannot compute with (q4_K, iq2_xs...).
+Works on any llama.cpp GGUF, including tensor types ggml-lite cannot compute with (iq2_xs, iq3_s...).
 A "types:" table (JSON: .types) gives each type's tensor count, bytes and share of the tensor
 bytes, e.g. how much of a Q4_K_M file is q4_K, q6_K and f32.)");
   std::string path;

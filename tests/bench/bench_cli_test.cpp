@@ -111,6 +111,19 @@ TEST(BenchCli, SpecSweepKeepsGreedyParity) {
   }
 }
 
+// A GGUF quantized by llama.cpp (q4_K and q6_K weights, computed exactly on the CPU) runs.
+TEST(BenchCli, LlamaCppQ4KMFileRuns) {
+  const fs::path model =
+      fs::path(GL_SOURCE_DIR).parent_path() / "shared" / "fixtures" / "llama-quants" / "dense-Q4_K_M.gguf";
+  if (!fs::exists(model)) GTEST_SKIP() << "llama.cpp-quantized fixture not found: " << model;
+  const BenchRun r = bench("-m " + model.string() + " --backend cpu -t 1 -p 16 -n 4 -r 1 --warmup 0 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(tests_of(j), (std::vector<std::string>{"pp 16", "tg 4"}));
+  EXPECT_EQ(j["model"]["type"], "q4_K");
+  for (const auto& row : j["results"]) EXPECT_GT(row["tok_s"].get<double>(), 0) << row["test"];
+}
+
 TEST(BenchCli, MarkdownTableAndGivenBandwidth) {
   const BenchRun r =
       bench("--synth tiny-moe --backend cpu -t 1 -p 8 -n 4 -r 1 --warmup 0 --bandwidth 10 --precision fast");

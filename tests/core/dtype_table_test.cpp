@@ -19,7 +19,19 @@ namespace {
 // the test fails for a type without one.
 double round_trip_bound(DType t) {
   switch (t) {
-    case DType::Q8_0: return 1e-4;  // 8 bits per element: ~1.7e-5 measured
+    case DType::Q8_0: return 1e-4;    // 8 bits per element: ~1.7e-5 measured
+    case DType::Q4_0: return 1e-2;    // ~4.1e-3 measured
+    case DType::Q4_1: return 8e-3;    // ~3.6e-3 measured
+    case DType::Q5_0: return 2e-3;    // ~9.6e-4 measured
+    case DType::Q5_1: return 2e-3;    // ~8.8e-4 measured
+    case DType::Q2_K: return 1e-1;    // ~5.5e-2 measured
+    case DType::Q3_K: return 3e-2;    // ~1.5e-2 measured
+    case DType::Q4_K: return 6e-3;    // ~3.0e-3 measured
+    case DType::Q5_K: return 2e-3;    // ~7.6e-4 measured
+    case DType::Q6_K: return 4e-4;    // ~1.8e-4 measured
+    case DType::IQ4_NL: return 8e-3;  // ~4.1e-3 measured
+    case DType::IQ4_XS: return 8e-3;  // ~4.1e-3 measured
+    case DType::MXFP4: return 4e-2;   // ~2.1e-2 measured
     case DType::F32:
     case DType::F16:
     case DType::BF16:

@@ -20,7 +20,7 @@
 // Reading checks every rule of the format (docs/reference/ggml-llamacpp.md section 7), including
 // ggml's strict packing: tensor data in info order, each at the running sum of padded sizes.
 // Errors name the file, the byte offset and the key or tensor. Tensor types ggml-lite cannot
-// compute with (q4_K, iq2_xs, ...) are read as metadata; tensor_dtype() reports them.
+// compute with (iq2_xs, iq3_s, ...) are read as metadata; tensor_dtype() reports them.
 // The host must be little-endian; big-endian files are rejected.
 #pragma once
 
@@ -228,7 +228,7 @@ class GgufFile {
   // ---- tensors, in file order ----
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
-  // The compute type, or "<file>: tensor 'x' has type q4_K, which ggml-lite cannot compute with".
+  // The compute type, or "<file>: tensor 'x' has type iq2_xs, which ggml-lite cannot compute with".
   Result<DType> tensor_dtype(const GgufTensorInfo& t) const;
   // Appends a tensor after validating name, shape and type. data (nbytes long) may be null
   // when the file is only a metadata template for GgufWriter; else it must outlive write().

@@ -14,8 +14,8 @@
 // A tensor is re-encoded when it is F32/F16/BF16, has 2+ dims (ignoring trailing 1s), is not one
 // of the tensors llama.cpp keeps in F32 (norms, routers, ssm_conv1d, names not ending in
 // ".weight"; model_spec.h keep_f32) and, for Q8_0, has ne[0] % 32 == 0. token_embd and output
-// are quantized too, as llama-quantize does for Q8_0. Everything else, including types ggml-lite
-// cannot compute with (q4_K, ...), is copied byte for byte. general.file_type is set to the
+// are quantized too, as llama-quantize does for Q8_0. Everything else, including already
+// quantized tensors (q4_K, iq2_xs, ...), is copied byte for byte. general.file_type is set to the
 // llama_ftype of the target and general.quantization_version to 2 for a quantized target.
 #pragma once
 

@@ -9,6 +9,7 @@
 
 #include "dot_tiles.h"
 #include "matmul.h"
+#include "quants/dequant_tiles.h"
 
 namespace gl::cpu {
 namespace {
@@ -23,6 +24,13 @@ constexpr CpuTypeKernels f32_act_kernels() {
   return {&stored_row_to_f32<T>, &dot_rows_f32x<T>, DType::F32};
 }
 
+// A llama.cpp quant type: decoded exactly as its reference dequantizer, F32 activations.
+template <class D>
+constexpr CpuTypeKernels dequant_kernels() {
+  using K = DequantKernels<D>;
+  return {&K::row_to_f32, &K::dot_rows, DType::F32};
+}
+
 constexpr CpuTypeKernels kernels_of(DType t) {
   switch (t) {
     case DType::F32: return {&f32_row_to_f32, &dot_rows_f32x<DType::F32>, DType::F32};
@@ -30,6 +38,18 @@ constexpr CpuTypeKernels kernels_of(DType t) {
     case DType::BF16: return f32_act_kernels<DType::BF16>();
     case DType::Q8_0: return f32_act_kernels<DType::Q8_0>();
     case DType::I32: return {};  // indices, never a weight
+    case DType::Q4_0: return dequant_kernels<DecodeQ4_0>();
+    case DType::Q4_1: return dequant_kernels<DecodeQ4_1>();
+    case DType::Q5_0: return dequant_kernels<DecodeQ5_0>();
+    case DType::Q5_1: return dequant_kernels<DecodeQ5_1>();
+    case DType::Q2_K: return dequant_kernels<DecodeQ2_K>();
+    case DType::Q3_K: return dequant_kernels<DecodeQ3_K>();
+    case DType::Q4_K: return dequant_kernels<DecodeQ4_K>();
+    case DType::Q5_K: return dequant_kernels<DecodeQ5_K>();
+    case DType::Q6_K: return dequant_kernels<DecodeQ6_K>();
+    case DType::IQ4_NL: return dequant_kernels<DecodeIQ4_NL>();
+    case DType::IQ4_XS: return dequant_kernels<DecodeIQ4_XS>();
+    case DType::MXFP4: return dequant_kernels<DecodeMXFP4>();
   }
   return {};
 }
