@@ -8,6 +8,18 @@
 #include <cstring>
 #include <string>
 
+#include "ggml-lite/quants/iq4_nl.h"
+#include "ggml-lite/quants/iq4_xs.h"
+#include "ggml-lite/quants/mxfp4.h"
+#include "ggml-lite/quants/q2_k.h"
+#include "ggml-lite/quants/q3_k.h"
+#include "ggml-lite/quants/q4_0.h"
+#include "ggml-lite/quants/q4_1.h"
+#include "ggml-lite/quants/q4_k.h"
+#include "ggml-lite/quants/q5_0.h"
+#include "ggml-lite/quants/q5_1.h"
+#include "ggml-lite/quants/q5_k.h"
+#include "ggml-lite/quants/q6_k.h"
 #include "ggml-lite/status.h"
 
 namespace gl {
@@ -86,6 +98,42 @@ constexpr DTypeTraits traits_of(DType t) {
     case DType::I32: return {"i32", 1, 4, 26, false, false, &i32_to_float, &i32_from_float, DType::F32};
     case DType::Q8_0:
       return quant_row<BlockQ8_0, dequantize_row_q8_0, quantize_row_q8_0>("q8_0", kQ8_0Block, 8, DType::F32);
+    case DType::Q4_0:
+      return quant_row<BlockQ4_0, dequantize_row_q4_0, quantize_row_q4_0>("q4_0", kQ4_0Block, kQ4_0GgmlType,
+                                                                          DType::F32);
+    case DType::Q4_1:
+      return quant_row<BlockQ4_1, dequantize_row_q4_1, quantize_row_q4_1>("q4_1", kQ4_1Block, kQ4_1GgmlType,
+                                                                          DType::F32);
+    case DType::Q5_0:
+      return quant_row<BlockQ5_0, dequantize_row_q5_0, quantize_row_q5_0>("q5_0", kQ5_0Block, kQ5_0GgmlType,
+                                                                          DType::F32);
+    case DType::Q5_1:
+      return quant_row<BlockQ5_1, dequantize_row_q5_1, quantize_row_q5_1>("q5_1", kQ5_1Block, kQ5_1GgmlType,
+                                                                          DType::F32);
+    case DType::Q2_K:
+      return quant_row<BlockQ2_K, dequantize_row_q2_k, quantize_row_q2_k>("q2_K", kQ2_KBlock, kQ2_KGgmlType,
+                                                                          DType::F32);
+    case DType::Q3_K:
+      return quant_row<BlockQ3_K, dequantize_row_q3_k, quantize_row_q3_k>("q3_K", kQ3_KBlock, kQ3_KGgmlType,
+                                                                          DType::F32);
+    case DType::Q4_K:
+      return quant_row<BlockQ4_K, dequantize_row_q4_k, quantize_row_q4_k>("q4_K", kQ4_KBlock, kQ4_KGgmlType,
+                                                                          DType::F32);
+    case DType::Q5_K:
+      return quant_row<BlockQ5_K, dequantize_row_q5_k, quantize_row_q5_k>("q5_K", kQ5_KBlock, kQ5_KGgmlType,
+                                                                          DType::F32);
+    case DType::Q6_K:
+      return quant_row<BlockQ6_K, dequantize_row_q6_k, quantize_row_q6_k>("q6_K", kQ6_KBlock, kQ6_KGgmlType,
+                                                                          DType::F32);
+    case DType::IQ4_NL:
+      return quant_row<BlockIQ4_NL, dequantize_row_iq4_nl, quantize_row_iq4_nl>("iq4_nl", kIQ4_NLBlock, kIQ4_NLGgmlType,
+                                                                                DType::F32);
+    case DType::IQ4_XS:
+      return quant_row<BlockIQ4_XS, dequantize_row_iq4_xs, quantize_row_iq4_xs>("iq4_xs", kIQ4_XSBlock, kIQ4_XSGgmlType,
+                                                                                DType::F32);
+    case DType::MXFP4:
+      return quant_row<BlockMXFP4, dequantize_row_mxfp4, quantize_row_mxfp4>("mxfp4", kMXFP4Block, kMXFP4GgmlType,
+                                                                             DType::F32);
   }
   return {};
 }
@@ -115,10 +163,15 @@ std::optional<DType> dtype_from_ggml(uint32_t ggml_type) {
 }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  // Names are ggml's spelling ("q4_K"); the lookup ignores case on both sides.
+  auto lower = [](std::string_view s) {
+    std::string l(s);
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+    return l;
+  };
+  const std::string want = lower(name);
   for (size_t i = 0; i < kTraits.size(); ++i)
-    if (kTraits[i].name == lower) return static_cast<DType>(i);
+    if (lower(kTraits[i].name) == want) return static_cast<DType>(i);
   return std::nullopt;
 }
 

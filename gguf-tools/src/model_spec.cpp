@@ -192,7 +192,19 @@ uint32_t llama_ftype(DType type) {
     case DType::F16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
     case DType::Q8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
     case DType::BF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
-    case DType::I32: break;
+    case DType::I32:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: break;  // the tools never write these
   }
   GL_ASSERT(false, "llama_ftype: not a file type");
   return 0;

@@ -149,8 +149,9 @@ Result<const MixFileType*> resolve_mix(const QuantizeOptions& opt, DType& type) 
   }
   const MixFileType* mix = mix_file_type_by_name(opt.file_type);
   if (!mix) return Error(fmt::format("unknown target type '{}' (use {})", opt.file_type, mix_file_type_names()));
+  // f32/f16/bf16/q8_0 keep their plain rule; every other name (q4_0, q4_K_M, ...) is a mix.
   const std::optional<DType> plain = dtype_from_name(mix->name);
-  if (!plain) return mix;
+  if (!plain || !(dtype_traits(*plain).is_float || *plain == DType::Q8_0)) return mix;
   type = *plain;
   return nullptr;
 }

@@ -77,6 +77,23 @@ double decode_element(const Tensor& t, std::span<const uint8_t> root_bytes, int6
       const auto q = static_cast<int8_t>(p[2 + i0 % tr.block_size]);
       return half_to_double(d) * static_cast<double>(q);
     }
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: {
+      // The llama.cpp family: the reference dequantizer defines the values (it rounds in float).
+      float blk[256];
+      tr.to_float(p, blk, tr.block_size);
+      return static_cast<double>(blk[i0 % tr.block_size]);
+    }
   }
   return 0.0;
 }

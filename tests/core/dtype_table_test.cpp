@@ -20,6 +20,18 @@ namespace {
 double round_trip_bound(DType t) {
   switch (t) {
     case DType::Q8_0: return 1e-4;  // 8 bits per element: ~1.7e-5 measured
+    case DType::Q4_0: return 1e-2;
+    case DType::Q4_1: return 1e-2;
+    case DType::Q5_0: return 3e-3;
+    case DType::Q5_1: return 3e-3;
+    case DType::Q2_K: return 1e-1;
+    case DType::Q3_K: return 3e-2;
+    case DType::Q4_K: return 1e-2;
+    case DType::Q5_K: return 3e-3;
+    case DType::Q6_K: return 1e-3;
+    case DType::IQ4_NL: return 1e-2;
+    case DType::IQ4_XS: return 1e-2;
+    case DType::MXFP4: return 3e-2;
     case DType::F32:
     case DType::F16:
     case DType::BF16:

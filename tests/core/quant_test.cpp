@@ -77,7 +77,19 @@ double stored(DType t, double v) {
     case DType::F16: return test::round_to_half(v);
     case DType::BF16: return test::round_to_bf16(v);
     case DType::I32: return std::trunc(v);  // values, not bits; toward zero like a C cast
-    case DType::Q8_0: break;
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: break;
   }
   return v;
 }

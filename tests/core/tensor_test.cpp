@@ -109,7 +109,12 @@ TEST(OpTable, NamesArityAndViewOps) {
 TEST(DTypes, TraitsAndNames) {
   EXPECT_EQ(dtype_from_name("Q8_0"), DType::Q8_0);
   EXPECT_EQ(dtype_from_name("bf16"), DType::BF16);
-  EXPECT_FALSE(dtype_from_name("q4_k").has_value());
+  EXPECT_EQ(dtype_from_name("q4_k"), DType::Q4_K);
+  EXPECT_EQ(dtype_name(DType::Q4_K), "q4_K");  // ggml's spelling
+  EXPECT_EQ(dtype_from_ggml(12), DType::Q4_K);
+  EXPECT_EQ(dtype_traits(DType::Q4_K).block_bytes, 144u);
+  EXPECT_FALSE(dtype_from_name("iq2_xxs").has_value());
+  EXPECT_FALSE(dtype_from_ggml(16).has_value());  // iq2_xxs: no reference functions here
   EXPECT_EQ(dtype_from_ggml(30), DType::BF16);
   EXPECT_EQ(dtype_from_ggml(8), DType::Q8_0);
   EXPECT_EQ(dtype_traits(DType::Q8_0).block_size, 32);

@@ -174,19 +174,19 @@ TEST(GgufAccess, AddTensorValidates) {
 }
 
 TEST(GgufAccess, QuantTypesWeCannotComputeAreMetadata) {
-  std::vector<uint8_t> blocks(144 * 2, 0);
+  std::vector<uint8_t> blocks(66 * 2, 0);
   GgufFile f;
   const std::vector<int64_t> ne = {256, 2};
-  ASSERT_TRUE(f.add_tensor("k", 12u, ne, blocks.data()).ok());  // q4_K
+  ASSERT_TRUE(f.add_tensor("k", 16u, ne, blocks.data()).ok());  // iq2_xxs
   Result<std::vector<uint8_t>> bytes = f.to_bytes();
   ASSERT_TRUE(bytes.ok());
   Result<GgufFile> r = GgufFile::from_buffer(*bytes, "k.gguf");
   ASSERT_TRUE(r.ok()) << r.error();
-  EXPECT_EQ(r->tensors()[0].nbytes, 288u);
-  EXPECT_EQ(ggml_type_name(r->tensors()[0].ggml_type), "q4_K");
+  EXPECT_EQ(r->tensors()[0].nbytes, 132u);
+  EXPECT_EQ(ggml_type_name(r->tensors()[0].ggml_type), "iq2_xxs");
   Result<DType> dt = r->tensor_dtype(r->tensors()[0]);
   ASSERT_FALSE(dt.ok());
-  EXPECT_EQ(dt.error(), "k.gguf: tensor 'k' has type q4_K, which ggml-lite cannot compute with");
+  EXPECT_EQ(dt.error(), "k.gguf: tensor 'k' has type iq2_xxs, which ggml-lite cannot compute with");
 }
 
 TEST(GgufAccess, MappingOutlivesTheFirstCopy) {

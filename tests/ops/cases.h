@@ -29,6 +29,12 @@ inline constexpr double kNmseQ8Out = 1e-4;
 // Pure data movement (gathers, copies to the same or a wider type, exact dequantization): bit-exact.
 inline constexpr double kExact = 0.0;
 
+// The llama.cpp quant family (weights only: MUL_MAT, MUL_MAT_ID, GET_ROWS). The harness fills them
+// with the reference quantizer and compares against float64 on the reference-dequantized weights.
+inline constexpr DType kQuantFamily[] = {DType::Q4_0, DType::Q4_1,   DType::Q5_0,   DType::Q5_1,
+                                         DType::Q2_K, DType::Q3_K,   DType::Q4_K,   DType::Q5_K,
+                                         DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
+
 // Exact equality for I32 outputs (argmax/top_k indices).
 std::string compare_indices(const RefArray& got, const RefArray& want);
 

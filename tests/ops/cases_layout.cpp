@@ -18,7 +18,19 @@ double store_nmse(DType t) {
     case DType::BF16: return kNmseBf16Out;
     case DType::Q8_0: return kNmseQ8Out;
     case DType::F32:
-    case DType::I32: break;
+    case DType::I32:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: break;  // only read here (get_rows), never stored
   }
   return kExact;
 }
@@ -32,6 +44,13 @@ void add_get_rows(std::vector<OpCase>& out) {
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
     push(out, "get_rows_" + tname(t) + "_K64_R33_n7", Op::GET_ROWS, kExact, [t](In& in) {
       return get_rows(in.ctx, in.input(t, {64, 33}), in.input(DType::I32, {7}, Fill::ids(33)));
+    });
+  }
+  // The llama.cpp family: a row decodes exactly to the reference dequantizer's floats.
+  for (DType t : kQuantFamily) {
+    const int64_t k = dtype_traits(t).block_size == 256 ? 512 : 96;
+    push(out, fmt::format("get_rows_{}_K{}_R33_n7_b2", tname(t), k), Op::GET_ROWS, kExact, [t, k](In& in) {
+      return get_rows(in.ctx, in.input(t, {k, 33, 2}), in.input(DType::I32, {7, 2}, Fill::ids(33)));
     });
   }
   push(out, "get_rows_f32_K31_R9_n5_b3x2", Op::GET_ROWS, kExact, [](In& in) {

@@ -20,7 +20,19 @@ double device_nmse(DType w) {
     case DType::BF16: return kNmseBf16Out;  // x rounded to bf16
     case DType::Q8_0: return kNmseQ8Out;    // x quantized to 8 bits per block of 32
     case DType::F32:
-    case DType::I32: break;
+    case DType::I32:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: break;  // no device kernels yet (placed on the CPU)
   }
   return kNmseF32Sum;
 }
@@ -97,6 +109,32 @@ void add_mul_mat_chain_cases(std::vector<OpCase>& out) {
   }
 }
 
+// The llama.cpp quant family (exact on the CPU: weights decoded by the reference dequantizer, F32
+// activations). K covers whole blocks: 3 blocks of 32 (a partial decode chunk) or 2 super-blocks
+// of 256. M = 1 and 3 read the weights in place, M = 7 converts them into scratch first.
+void add_quant_family_cases(DType wt, std::vector<OpCase>& out) {
+  const int64_t k = dtype_traits(wt).block_size == 256 ? 512 : 96;
+  for (const int64_t m : {1, 3, 7}) {
+    out.push_back(mm(wt, fmt::format("K{}_N33_M{}", k, m), [=](In& in) {
+      return mul_mat(in.ctx, in.input(wt, {k, 33}), in.input(DType::F32, {k, m}));
+    }));
+  }
+  out.push_back(mm(wt, fmt::format("K{}_N9_M5_w2x1_x6x3", k), [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {k, 9, 2, 1}), in.input(DType::F32, {k, 5, 6, 3}));
+  }));
+  out.push_back({.name = fmt::format("mul_mat_id_{}_K{}_N17_E4_U2_T3", tname(wt), k),
+                 .op = Op::MUL_MAT_ID,
+                 .build =
+                     [=](In& in) {
+                       Tensor* experts = in.input(wt, {k, 17, 4});
+                       Tensor* x = in.input(DType::F32, {k, 1, 3});
+                       Tensor* ids = in.input(DType::I32, {2, 3}, Fill::ids_distinct(4));
+                       return mul_mat_id(in.ctx, experts, x, ids);
+                     },
+                 .max_nmse = kNmseCpu,
+                 .max_nmse_device = device_nmse(wt)});
+}
+
 void add_mul_mat_id_cases(DType wt, std::vector<OpCase>& out) {
   auto c = [&](std::string shape, int64_t x1) {
     out.push_back({.name = "mul_mat_id_" + tname(wt) + "_" + shape,
@@ -123,6 +161,7 @@ std::vector<OpCase> matmul_cases() {
   add_mul_mat_f32_only(out);
   add_mul_mat_chain_cases(out);
   for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_id_cases(wt, out);
+  for (DType wt : kQuantFamily) add_quant_family_cases(wt, out);
   return out;
 }
 

@@ -25,8 +25,28 @@
 
 namespace gl {
 
-enum class DType : uint8_t { F32, F16, BF16, I32, Q8_0 };
-inline constexpr int kDTypeCount = 5;
+// The llama.cpp quant family after Q8_0 (block layouts in ggml-lite/quants/<type>.h); a backend
+// without kernels for one refuses it and the scheduler places the node on the CPU.
+enum class DType : uint8_t {
+  F32,
+  F16,
+  BF16,
+  I32,
+  Q8_0,
+  Q4_0,
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  Q2_K,
+  Q3_K,
+  Q4_K,
+  Q5_K,
+  Q6_K,
+  IQ4_NL,
+  IQ4_XS,
+  MXFP4,
+};
+inline constexpr int kDTypeCount = 17;
 
 // Reference row conversions of a table row: n elements, n a multiple of block_size. Values, not
 // bits, for I32 (static_cast both ways).
@@ -52,7 +72,7 @@ inline std::string_view dtype_name(DType t) { return dtype_traits(t).name; }
 // Bytes of a row of n elements; n must be a multiple of the block size.
 size_t row_bytes(DType t, int64_t n);
 std::optional<DType> dtype_from_ggml(uint32_t ggml_type);
-std::optional<DType> dtype_from_name(std::string_view name);  // "f32", "q8_0", ... (case-insensitive)
+std::optional<DType> dtype_from_name(std::string_view name);  // "f32", "q4_K", ... (case-insensitive)
 
 using fp16_t = uint16_t;
 using bf16_t = uint16_t;

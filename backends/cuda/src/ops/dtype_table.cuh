@@ -35,6 +35,18 @@ constexpr CudaTypeKernels cuda_type_kernels(DType t) {
     case DType::BF16: return {true, true, true};
     case DType::I32: return {true, true, false};
     case DType::Q8_0: return {true, true, true};
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: return {};  // no device kernels: the CPU runs these nodes
   }
   return {};
 }
