@@ -19,8 +19,6 @@ double device_nmse(DType w) {
     case DType::F16: return kNmseF16Out;    // x rounded to f16
     case DType::BF16: return kNmseBf16Out;  // x rounded to bf16
     case DType::Q8_0: return kNmseQ8Out;    // x quantized to 8 bits per block of 32
-    case DType::F32:
-    case DType::I32:
     case DType::Q4_0:
     case DType::Q4_1:
     case DType::Q5_0:
@@ -32,7 +30,9 @@ double device_nmse(DType w) {
     case DType::Q6_K:
     case DType::IQ4_NL:
     case DType::IQ4_XS:
-    case DType::MXFP4: break;  // no device kernels yet (placed on the CPU)
+    case DType::MXFP4: return kNmseF16Out;  // cuBLAS rows: weights dequantized to f16 tiles (GEMV: f32)
+    case DType::F32:
+    case DType::I32: break;
   }
   return kNmseF32Sum;
 }
@@ -135,6 +135,37 @@ void add_quant_family_cases(DType wt, std::vector<OpCase>& out) {
                  .max_nmse_device = device_nmse(wt)});
 }
 
+// The device paths of the same family: GEMV with 2 and 4 rows (verify), many weight rows (blocks of
+// 8 or 4 rows with a partial last block) and a long K (several warps per row), cuBLAS on F16 tiles
+// (M = 64, prefill), and mul_mat_id with more tokens than the direct path takes (expert tiles).
+void add_quant_family_device_cases(DType wt, std::vector<OpCase>& out) {
+  const int64_t k = dtype_traits(wt).block_size == 256 ? 512 : 96;
+  for (const int64_t m : {2, 4, 64}) {
+    out.push_back(mm(wt, fmt::format("K{}_N33_M{}", k, m), [=](In& in) {
+      return mul_mat(in.ctx, in.input(wt, {k, 33}), in.input(DType::F32, {k, m}));
+    }));
+  }
+  for (const int64_t m : {1, 4}) {
+    out.push_back(mm(wt, fmt::format("K256_N2203_M{}", m), [=](In& in) {
+      return mul_mat(in.ctx, in.input(wt, {256, 2203}), in.input(DType::F32, {256, m}));
+    }));
+  }
+  out.push_back(mm(wt, "K4096_N9_M1", [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {4096, 9}), in.input(DType::F32, {4096, 1}));
+  }));
+  out.push_back({.name = fmt::format("mul_mat_id_{}_K{}_N17_E4_U2_T12", tname(wt), k),
+                 .op = Op::MUL_MAT_ID,
+                 .build =
+                     [=](In& in) {
+                       Tensor* experts = in.input(wt, {k, 17, 4});
+                       Tensor* x = in.input(DType::F32, {k, 2, 12});  // expert slot u reads row u
+                       Tensor* ids = in.input(DType::I32, {2, 12}, Fill::ids_distinct(4));
+                       return mul_mat_id(in.ctx, experts, x, ids);
+                     },
+                 .max_nmse = kNmseCpu,
+                 .max_nmse_device = device_nmse(wt)});
+}
+
 void add_mul_mat_id_cases(DType wt, std::vector<OpCase>& out) {
   auto c = [&](std::string shape, int64_t x1) {
     out.push_back({.name = "mul_mat_id_" + tname(wt) + "_" + shape,
@@ -162,6 +193,7 @@ std::vector<OpCase> matmul_cases() {
   add_mul_mat_chain_cases(out);
   for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_id_cases(wt, out);
   for (DType wt : kQuantFamily) add_quant_family_cases(wt, out);
+  for (DType wt : kQuantFamily) add_quant_family_device_cases(wt, out);
   return out;
 }
 

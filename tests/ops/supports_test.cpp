@@ -3,9 +3,13 @@
 // weight dtype with kernels is accepted.
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <vector>
+
 #include "common/backends.h"
 #include "ggml-lite/context.h"
 #include "ggml-lite/ops.h"
+#include "ops/cases.h"
 
 namespace gl {
 namespace {
@@ -32,10 +36,12 @@ TEST(BackendSupports, RefusesAWeightDtypeWithoutKernel) {
 
 TEST(BackendSupports, AcceptsEveryWeightDtypeWithKernels) {
   for (test::NamedBackend& nb : test::compiled_backends()) {
-    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+    std::vector<DType> types{DType::F32, DType::F16, DType::BF16, DType::Q8_0};
+    types.insert(types.end(), std::begin(test::kQuantFamily), std::end(test::kQuantFamily));
+    for (DType t : types) {
       SCOPED_TRACE(nb.name + " " + std::string(dtype_name(t)));
       Context ctx;
-      Tensor* mm = mul_mat(ctx, ctx.new_tensor(t, {64, 8}), ctx.new_tensor(DType::F32, {64, 2}));
+      Tensor* mm = mul_mat(ctx, ctx.new_tensor(t, {256, 8}), ctx.new_tensor(DType::F32, {256, 2}));
       EXPECT_TRUE(nb.backend->supports(*mm));
     }
   }

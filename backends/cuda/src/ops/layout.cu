@@ -6,7 +6,8 @@
 // contiguous inputs. Equal dtypes copy raw bits (I32 values and NaN payloads survive, as with the
 // CPU's memcpy); different ones go through float with the CPU's rounding. A quantized type is
 // handled a block at a time through its traits (dtype_table.cuh): dequantized on load, and
-// quantized by one thread per destination block.
+// quantized by one thread per destination block. GET_ROWS of a quantized table (embeddings, any
+// llama.cpp weight type) has its own kernel per type, so the plain kernels stay lean.
 // CONT/CPY pair elements in row-major flat order, so a [32, 6] source fills a [64, 3] view.
 // A row id outside the target tensor is a programmer error, as on the CPU (which aborts): the
 // kernel prints it and traps, and the backend reports the failed node.
@@ -30,7 +31,7 @@ __device__ __forceinline__ int32_t id_at(const TensorArg& ids, int64_t i, int64_
 
 // ---- kernels -----------------------------------------------------------------
 
-// d[:, i, b2, b3] = a[:, ids[i, b2, b3], b2, b3], converted to d.type (quantized rows dequantized).
+// d[:, i, b2, b3] = a[:, ids[i, b2, b3], b2, b3], converted to d.type (a of a plain type).
 __global__ void get_rows_kernel(TensorArg a, TensorArg ids, TensorArg d, int64_t rows) {
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
     int64_t i, b2, b3;
@@ -39,12 +40,25 @@ __global__ void get_rows_kernel(TensorArg a, TensorArg ids, TensorArg d, int64_t
     if (id < 0 || id >= a.ne[1]) bad_row_id("get_rows", id, a.ne[1]);
     const char* ra = row_ptr(a, id, b2, b3);
     char* rd = row_ptr(d, i, b2, b3);
+    for (int64_t i0 = first_col(); i0 < d.ne[0]; i0 += col_stride())
+      convert_plain(a.type, ra + i0 * a.nb[0], d.type, rd + i0 * d.nb[0]);
+  }
+}
+
+// The same for a of quantized type Q (adjacent blocks): each element dequantized through Q's traits,
+// exactly as the reference dequantizer computes it.
+template <class Q>
+__global__ void get_rows_quant_kernel(TensorArg a, TensorArg ids, TensorArg d, int64_t rows) {
+  for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
+    int64_t i, b2, b3;
+    unravel_row(d.ne, r, i, b2, b3);
+    const int32_t id = id_at(ids, i, b2, b3);
+    if (id < 0 || id >= a.ne[1]) bad_row_id("get_rows", id, a.ne[1]);
+    const char* ra = row_ptr(a, id, b2, b3);
+    char* rd = row_ptr(d, i, b2, b3);
     for (int64_t i0 = first_col(); i0 < d.ne[0]; i0 += col_stride()) {
-      if (is_quant_type(a.type)) {
-        store_plain(d.type, rd + i0 * d.nb[0], load_elem(a, ra, i0));
-      } else {
-        convert_plain(a.type, ra + i0 * a.nb[0], d.type, rd + i0 * d.nb[0]);
-      }
+      const float v = Q::elem(ra + (i0 / Q::kBlock) * int64_t{Q::kBlockBytes}, static_cast<int>(i0 % Q::kBlock));
+      store_plain(d.type, rd + i0 * d.nb[0], v);
     }
   }
 }
@@ -211,6 +225,14 @@ void get_rows(const Ctx& ctx, Tensor& dst) {
             "cuda get_rows: dst shape mismatch or strided quantized rows");
   const RowLaunch l = elem_launch(dst.ne[0], nrows(dst));
   if (l.empty()) return;
+  if (dtype_traits(a.type).is_quant) {
+    check_quant_alignment(a);
+    with_weight_quant_host(a.type, [&](auto q) {
+      using Q = decltype(q);
+      get_rows_quant_kernel<Q><<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(ids), arg(dst), l.rows);
+    });
+    return;
+  }
   get_rows_kernel<<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(ids), arg(dst), l.rows);
 }
 
@@ -273,7 +295,7 @@ bool supports_layout(const Tensor& node) {
   const Tensor* s2 = node.src[2];
   const Op op = node.op;
   if (op == Op::GET_ROWS)
-    return s0 && s1 && s1->type == DType::I32 && cuda_type_kernels(s0->type).load && dense_quant_rows(*s0) &&
+    return s0 && s1 && s1->type == DType::I32 && cuda_type_kernels(s0->type).get_rows && dense_quant_rows(*s0) &&
            is_plain_type(node.type);
   if (op == Op::SET_ROWS)
     return s0 && s1 && s2 && s2->type == DType::I32 && is_plain_type(s1->type) && cuda_type_kernels(s0->type).store &&

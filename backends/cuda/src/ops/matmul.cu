@@ -182,7 +182,7 @@ const void* weight_tile(const Ctx& ctx, const Tensor& w, const WeightOperand& wa
   if (wa.direct) return static_cast<const char*>(w.data) + w2 * w.nb[2] + w3 * w.nb[3];
   const int64_t k = w.ne[0];
   if (dtype_traits(w.type).is_quant) {
-    with_quant_host(w.type, [&](auto q) {
+    with_weight_quant_host(w.type, [&](auto q) {
       dequant_f16_kernel<decltype(q)><<<convert_blocks(tn * k / 2), kConvertThreads, 0, ctx.stream>>>(
           mm::view_of(w), n0, tn, w2, w3, static_cast<__half2*>(buf));
     });
@@ -260,6 +260,7 @@ void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& ds
   const int64_t k = w.ne[0], n = w.ne[1], m = x.ne[1], b2 = x.ne[2], b3 = x.ne[3];
   const int64_t r2 = b2 / w.ne[2], r3 = b3 / w.ne[3];
   const CublasLayout l = cublas_layout(w, x);
+  check_quant_alignment(w);
   const GemmType& gt = l.gt;
   const WeightOperand& wa = l.wa;
   GL_ASSERT(l.x_bytes + l.w_bytes == 0 || dst.workspace != nullptr,

@@ -7,7 +7,8 @@
 //   * a block owns R consecutive weight rows of one weight matrix and up to M activation rows
 //     (blockIdx.y picks the batch / expert group); every activation row is dotted with the R weight
 //     rows while they stream past once, in 16-byte vector loads (F32/F16/BF16) or the chunks a
-//     quantized type's traits define (Q8_0: quarter blocks of 8 quants) per thread; activations
+//     quantized type's traits define (Q8_0: quarter blocks of 8 quants; the packed llama.cpp types:
+//     16 elements whose quant bytes no other thread reads) per thread; activations
 //     stay F32 (read through L1, each reused R times);
 //   * accumulation is float with explicit fmaf, then a warp shuffle tree and a fixed-order sum over
 //     the block's warps.
@@ -50,7 +51,12 @@ struct XDesc {
   bool vec;  // F32, dense and every row 16-byte aligned
 };
 
-// ---- weight chunks: E consecutive elements of one row, as floats -------------------------------
+// ---- weight chunks: E elements of one row, as floats ----------------------------------------------
+
+// A chunk's E elements lie in kRuns runs of E / kRuns adjacent elements; run r of chunk c starts at
+// element run_start(c, r) (a multiple of 4). The plain types and Q8_0 have one run (c * E); the
+// packed types pair the elements that share quant bytes (a byte's two nibbles lie 16 or 32
+// elements apart), so each weight byte is read once, by one thread.
 
 // Quantized types: the chunk their traits define (quants/<type>.cuh); rows are always dense. The
 // plain types specialise WChunk below.
@@ -58,6 +64,8 @@ template <DType WT>
 struct WChunk {
   using Q = QuantTraits<WT>;
   static constexpr int E = Q::kChunk;
+  static constexpr int kRuns = Q::kRuns;
+  __device__ static int64_t run_start(int64_t c, int r) { return Q::run_start(c, r); }
   using Chunk = typename Q::Chunk;
   __device__ static void load(const char* row, int64_t c, const WDesc&, Chunk& out) { Q::load_chunk(row, c, out); }
   __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) { return Q::dot_chunk(w, x, acc); }
@@ -82,6 +90,8 @@ __device__ __forceinline__ float dot_plain(const float (&w)[E], const float (&x)
 template <>
 struct WChunk<DType::F32> {
   static constexpr int E = 4;
+  static constexpr int kRuns = 1;
+  __device__ static int64_t run_start(int64_t c, int) { return c * E; }
   struct Chunk {
     float v[E];
   };
@@ -101,6 +111,8 @@ struct WChunk<DType::F32> {
 template <DType WT>
 struct WChunk16 {
   static constexpr int E = 8;
+  static constexpr int kRuns = 1;
+  __device__ static int64_t run_start(int64_t c, int) { return c * E; }
   struct Chunk {
     uint32_t w[4];  // element 2i in the low half of w[i], 2i+1 in the high half
   };
@@ -141,21 +153,30 @@ struct WChunk<DType::F16> : WChunk16<DType::F16> {};
 template <>
 struct WChunk<DType::BF16> : WChunk16<DType::BF16> {};
 
-template <int E>
-__device__ __forceinline__ void load_x(const char* row, int64_t c, int64_t k, const XDesc& x, float (&v)[E]) {
-  if (x.vec) {
-    const float4* p = reinterpret_cast<const float4*>(row) + c * (E / 4);
+// The activations of chunk c of weight chunk type C, run by run (v[r * L + e] is element
+// run_start(c, r) + e).
+template <class C>
+__device__ __forceinline__ void load_x(const char* row, int64_t c, int64_t k, const XDesc& x, float (&v)[C::E]) {
+  constexpr int L = C::E / C::kRuns;
+  static_assert(L % 4 == 0, "runs are whole float4s");
 #pragma unroll
-    for (int i = 0; i < E / 4; ++i) {
-      const float4 u = __ldg(p + i);
-      v[4 * i] = u.x, v[4 * i + 1] = u.y, v[4 * i + 2] = u.z, v[4 * i + 3] = u.w;
+  for (int r = 0; r < C::kRuns; ++r) {
+    const int64_t s = C::run_start(c, r);
+    if (x.vec) {
+      const float4* p = reinterpret_cast<const float4*>(row) + s / 4;
+#pragma unroll
+      for (int i = 0; i < L / 4; ++i) {
+        const float4 u = __ldg(p + i);
+        float* o = v + r * L + 4 * i;
+        o[0] = u.x, o[1] = u.y, o[2] = u.z, o[3] = u.w;
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < L; ++e) {
+        const int64_t i = s + e;
+        v[r * L + e] = i < k ? load_scalar(x.type, row + i * x.nb0) : 0.0f;
+      }
     }
-    return;
-  }
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const int64_t i = c * E + e;
-    v[e] = i < k ? load_scalar(x.type, row + i * x.nb0) : 0.0f;
   }
 }
 
@@ -308,7 +329,7 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Row
 #pragma unroll
       for (int i = 0; i < M; ++i) {
         float xv[E];
-        load_x<E>(grp.x[i], c, w.k, x, xv);
+        load_x<C>(grp.x[i], c, w.k, x, xv);
 #pragma unroll
         for (int r = 0; r < R; ++r) acc[r][i] = C::dot(wc[r], xv, acc[r][i]);
       }
@@ -368,7 +389,7 @@ void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows, co
 template <int M, class Rows, class Epi = NoEpilogue>
 void launch_dtype(const Ctx& ctx, DType wt, const WDesc& w, const XDesc& x, const Rows& rows, const Epi& epi = {}) {
   if (dtype_traits(wt).is_quant)
-    return with_quant_host(wt, [&](auto q) { launch<decltype(q)::kType, M>(ctx, w, x, rows, epi); });
+    return with_weight_quant_host(wt, [&](auto q) { launch<decltype(q)::kType, M>(ctx, w, x, rows, epi); });
   if (wt == DType::F32) return launch<DType::F32, M>(ctx, w, x, rows, epi);
   if (wt == DType::F16) return launch<DType::F16, M>(ctx, w, x, rows, epi);
   if (wt == DType::BF16) return launch<DType::BF16, M>(ctx, w, x, rows, epi);
@@ -421,6 +442,7 @@ void gemv_mul_mat_with(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor&
                   x.ne[2],
                   x.ne[3],
                   ceil_div<int64_t>(m, rows_per_group)};
+  check_quant_alignment(w);
   const WDesc wd = weight_desc(w, {static_cast<int64_t>(w.nb[2]), static_cast<int64_t>(w.nb[3])});
   const XDesc xd =
       act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2]), static_cast<int64_t>(x.nb[3])});
@@ -460,6 +482,7 @@ void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, con
               static_cast<float*>(dst.data),
               experts.ne[1],
               tiles ? *tiles : IdTiles{}};
+  check_quant_alignment(experts);
   const WDesc wd = weight_desc(experts, {static_cast<int64_t>(experts.nb[2])});
   const XDesc xd = act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2])});
   if (tiles) return launch_dtype<kGemvMaxRows>(ctx, experts.type, wd, xd, rows);

@@ -15,18 +15,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "block_io.cuh"
 #include "ggml-lite/dtype.h"
 
 namespace gl::cuda {
-
-template <DType T>
-struct QuantTraits;  // one specialisation per quantized type, in quants/<type>.cuh
 
 template <>
 struct QuantTraits<DType::Q8_0> {
   static constexpr DType kType = DType::Q8_0;
   static constexpr int kBlock = kQ8_0Block;
   static constexpr int kBlockBytes = kQ8_0BlockBytes;
+  static constexpr int kAlign = 2;
 
   __device__ static float scale(const char* blk) {
     return __half2float(__ushort_as_half(*reinterpret_cast<const uint16_t*>(blk)));
@@ -61,6 +60,8 @@ struct QuantTraits<DType::Q8_0> {
   // GEMV (matmul_gemv.cu): a chunk is a quarter block (8 quants) and the block's scale; rows are
   // dense, the dot is d * sum(q x) over the chunk.
   static constexpr int kChunk = 8;
+  static constexpr int kRuns = 1;  // the chunk's elements are adjacent
+  __device__ static int64_t run_start(int64_t c, int) { return c * kChunk; }
   struct Chunk {
     float q[kChunk];
     float d;

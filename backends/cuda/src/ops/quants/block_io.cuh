@@ -1,0 +1,76 @@
+// quants/block_io.cuh - what the device traits of the llama.cpp block types share: reads of block
+// bytes at the alignment a block guarantees, fp16 and E8M0 scales, and 16-entry level tables.
+//
+//   const uint32_t w = qio::ld32<2>(blk + 6);             // 4 bytes at a 2-byte aligned address
+//   const float d = qio::f16(qio::ld16(blk));              // an fp16 field, exactly
+//   const int v = qio::level16<W0, W1, W2, W3>(n);         // a table entry, from registers
+//
+// Why alignment is a template argument: blocks are 17 to 210 bytes, so a field's address is only
+// as aligned as the block size allows (18-byte blocks: 2 bytes). Each type reads with the widest
+// load its layout permits and declares it as kAlign; the launchers assert that the tensor data
+// keeps that alignment. All reads go through the read-only cache (weights never change in a kernel).
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "ggml-lite/dtype.h"
+
+namespace gl::cuda {
+
+template <DType T>
+struct QuantTraits;  // one specialisation per quantized type, in quants/<type>.cuh
+
+}  // namespace gl::cuda
+
+namespace gl::cuda::qio {
+
+__device__ __forceinline__ uint32_t ld8(const char* p) { return __ldg(reinterpret_cast<const unsigned char*>(p)); }
+__device__ __forceinline__ uint32_t ld16(const char* p) { return __ldg(reinterpret_cast<const unsigned short*>(p)); }
+
+// Four little-endian bytes at p, which is kAlign-byte aligned (1, 2 or 4).
+template <int kAlign>
+__device__ __forceinline__ uint32_t ld32(const char* p) {
+  static_assert(kAlign == 1 || kAlign == 2 || kAlign == 4, "ld32: 1, 2 or 4-byte alignment");
+  if constexpr (kAlign == 4) {
+    return __ldg(reinterpret_cast<const unsigned int*>(p));
+  } else if constexpr (kAlign == 2) {
+    return ld16(p) | (ld16(p + 2) << 16);
+  } else {
+    return ld8(p) | (ld8(p + 1) << 8) | (ld8(p + 2) << 16) | (ld8(p + 3) << 24);
+  }
+}
+
+// An IEEE binary16 field (low 16 bits of h) as float: exact, as dtype.cpp's fp16_to_fp32.
+__device__ __forceinline__ float f16(uint32_t h) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(h & 0xffffu)));
+}
+
+// 2^(e - 128), half the E8M0 scale, from its bits (e < 2 is subnormal): the reference's e8m0_half.
+__device__ __forceinline__ float e8m0_half(uint32_t e) {
+  return __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1u) << 23);
+}
+
+__device__ __forceinline__ float to_f(int v) { return static_cast<float>(v); }
+
+// Byte b (0..3) of w.
+__device__ __forceinline__ uint32_t byte_of(uint32_t w, int b) { return (w >> (8 * b)) & 0xffu; }
+
+// A 16-entry int8 table packed four entries a word (entry n in byte n % 4 of word n / 4), so a
+// lookup is two byte permutes in registers instead of a divergent memory read.
+__host__ __device__ constexpr uint32_t level_word(const int8_t (&t)[16], int w) {
+  uint32_t v = 0;
+  for (int b = 0; b < 4; ++b) v |= static_cast<uint32_t>(static_cast<uint8_t>(t[4 * w + b])) << (8 * b);
+  return v;
+}
+
+// Entry n (0..15) of the table whose words are W0..W3.
+template <uint32_t W0, uint32_t W1, uint32_t W2, uint32_t W3>
+__device__ __forceinline__ int level16(uint32_t n) {
+  const uint32_t lo = __byte_perm(W0, W1, n & 7u);
+  const uint32_t hi = __byte_perm(W2, W3, n & 7u);
+  return static_cast<int8_t>(static_cast<uint8_t>((n & 8u) != 0 ? hi : lo));
+}
+
+}  // namespace gl::cuda::qio
