@@ -1,8 +1,9 @@
 // llama_quants_test.cpp - GGUF files quantized by llama.cpp (the llama.cpp quant family, mixed per
-// tensor) load and run exactly on the CPU backend, against the references in
-// /work/shared/fixtures/llama-quants (README.md there): every tensor through the CPU's GET_ROWS
-// matches gguf-py's dequantized sums and samples, and each file's logits of prompt_ids.bin match
-// llama.cpp's F32 run on the gguf-py-dequantized weights (NAME.exact_logits.bin).
+// tensor) load and run exactly on every compiled backend (the CPU; CUDA on the GPU machine),
+// against the references in ../shared/fixtures/llama-quants (README.md there): every tensor
+// through the backend's GET_ROWS matches gguf-py's dequantized sums and samples, each file's
+// logits of prompt_ids.bin match llama.cpp's F32 run on the gguf-py-dequantized weights
+// (NAME.exact_logits.bin), and greedy decoding with MTP on equals it with MTP off.
 //
 // Measured max|a - b| / max|b| against exact_logits on the CPU (AVX2+FMA dev machine), and for
 // comparison llama.cpp's own error on the quantized file (llama_logits.bin vs exact_logits.bin;
@@ -34,12 +35,14 @@
 #include <string>
 #include <vector>
 
+#include "common/backends.h"
 #include "fixture.h"
 #include "ggml-lite/context.h"
 #include "ggml-lite/cpu.h"
 #include "ggml-lite/executor.h"
 #include "ggml-lite/gguf.h"
 #include "ggml-lite/models/runner.h"
+#include "ggml-lite/models/session.h"
 #include "ggml-lite/ops.h"
 
 namespace gl::test {
@@ -64,9 +67,9 @@ std::vector<T> read_bin(const fs::path& p) {
   return v;
 }
 
-// Every element of t, as the CPU backend's GET_ROWS of all its rows gives them (an embedding
-// lookup; for a quantized type, the CPU's row decoding).
-std::vector<float> cpu_rows(const GgufTensorInfo& t, DType type, Backend& cpu) {
+// Every element of t, as a backend's GET_ROWS of all its rows gives them (an embedding lookup;
+// for a quantized type, that backend's row decoding).
+std::vector<float> backend_rows(const GgufTensorInfo& t, DType type, Backend& backend) {
   const int64_t ne0 = t.ne[0], rows = t.nelements() / ne0;
   Context ctx;
   Tensor* w = ctx.new_tensor(type, {ne0, rows}, "w");
@@ -75,7 +78,7 @@ std::vector<float> cpu_rows(const GgufTensorInfo& t, DType type, Backend& cpu) {
   ids->flags |= TENSOR_INPUT;
   Tensor* y = get_rows(ctx, w, ids);
   Graph g = Graph::build({y});
-  Executor ex({&cpu});
+  Executor ex({&backend});
   std::vector<float> out;
   if (Status s = ex.allocate(g); !s) {
     ADD_FAILURE() << "allocate: " << s.error();
@@ -102,10 +105,11 @@ class LlamaQuantsTest : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << "llama.cpp-quantized fixtures not found: " << dir_ << " (see the README there)";
   }
   fs::path path(const std::string& ext) const { return dir_ / (GetParam() + ext); }
+  void expect_tensors_match(const GgufFile& f, const nlohmann::json& refs, Backend& backend);
   fs::path dir_;
 };
 
-// (a) Each tensor through the CPU backend equals gguf-py's dequantization: the 16 samples bit for
+// (a) Each tensor through each backend equals gguf-py's dequantization: the 16 samples bit for
 // bit, sum and sumsq up to the summation order (numpy sums pairwise in float64).
 TEST_P(LlamaQuantsTest, EveryTensorMatchesGgufPy) {
   Result<GgufFile> f = GgufFile::open(path(".gguf").string());
@@ -113,16 +117,23 @@ TEST_P(LlamaQuantsTest, EveryTensorMatchesGgufPy) {
   std::ifstream in(path(".refs.json"));
   ASSERT_TRUE(in) << "missing " << path(".refs.json");
   const nlohmann::json refs = nlohmann::json::parse(in);
-  auto cpu = cpu::make_backend({.n_threads = 2});
+  for (NamedBackend& nb : compiled_backends()) {
+    SCOPED_TRACE(nb.name);
+    expect_tensors_match(*f, refs, *nb.backend);
+  }
+}
+
+// The best-effort helper of EveryTensorMatchesGgufPy for one backend.
+void LlamaQuantsTest::expect_tensors_match(const GgufFile& f, const nlohmann::json& refs, Backend& backend) {
   int checked = 0;
   for (const auto& [name, ref] : refs.at("tensors").items()) {
     SCOPED_TRACE(name);
-    const GgufTensorInfo* t = f->find_tensor(name);
+    const GgufTensorInfo* t = f.find_tensor(name);
     ASSERT_NE(t, nullptr);
-    Result<DType> type = f->tensor_dtype(*t);
+    Result<DType> type = f.tensor_dtype(*t);
     ASSERT_TRUE(type.ok()) << type.error();
     ASSERT_EQ(t->nelements(), ref.at("n").get<int64_t>());
-    const std::vector<float> y = cpu_rows(*t, *type, *cpu);
+    const std::vector<float> y = backend_rows(*t, *type, backend);
     ASSERT_EQ(static_cast<int64_t>(y.size()), t->nelements());
     for (const auto& s : ref.at("samples")) {
       const size_t i = s.at(0).get<size_t>();
@@ -139,32 +150,64 @@ TEST_P(LlamaQuantsTest, EveryTensorMatchesGgufPy) {
     EXPECT_NEAR(sumsq, sumsq_ref, 1e-12 * n * sumsq_ref + 1e-30);
     ++checked;
   }
-  EXPECT_EQ(checked, static_cast<int>(f->tensors().size())) << "refs.json should list every tensor";
+  EXPECT_EQ(checked, static_cast<int>(f.tensors().size())) << "refs.json should list every tensor";
 }
 
-// (b) The logits of every prompt row on the CPU backend agree with the exact logits to 1e-3
-// (measured 0.9-1.6e-4; llama.cpp itself, quantizing activations, is 4-18% away on these files).
+// (b) The logits of every prompt row on each backend agree with the exact logits to 1e-3
+// (measured on the CPU 0.9-1.6e-4; llama.cpp itself, quantizing activations, is 4-18% away on
+// these files).
 TEST_P(LlamaQuantsTest, LogitsMatchTheExactMath) {
-  auto cpu = cpu::make_backend({.n_threads = 2});
-  auto model = qwen35::Model::load(path(".gguf").string(), *cpu);
-  ASSERT_TRUE(model.ok()) << model.error();
   const std::vector<int32_t> prompt = read_bin<int32_t>(dir_ / "prompt_ids.bin");
   ASSERT_FALSE(prompt.empty());
-  std::vector<int32_t> rows(prompt.size());
-  std::iota(rows.begin(), rows.end(), 0);
-  qwen35::Runner r(**model, *cpu, 64, 32);
-  Result<std::vector<float>> logits = r.eval(prompt, rows);
-  ASSERT_TRUE(logits.ok()) << logits.error();
   const std::vector<float> exact = read_bin<float>(path(".exact_logits.bin"));
   const std::vector<float> llama = read_bin<float>(path(".llama_logits.bin"));
-  ASSERT_EQ(logits->size(), exact.size());
-  const double err = rel_error(*logits, exact);
   const double llama_err = llama.size() == exact.size() ? rel_error(llama, exact) : -1.0;
-  RecordProperty("rel_error", std::to_string(err));
-  RecordProperty("llama_cpp_rel_error", std::to_string(llama_err));
-  std::cout << GetParam() << ": max|a-b|/max|b| = " << err << " (llama.cpp on the quantized file: " << llama_err
-            << ")\n";
-  EXPECT_LT(err, 1e-3);
+  std::vector<int32_t> rows(prompt.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  for (NamedBackend& nb : compiled_backends()) {
+    SCOPED_TRACE(nb.name);
+    auto model = qwen35::Model::load(path(".gguf").string(), *nb.backend);
+    ASSERT_TRUE(model.ok()) << model.error();
+    qwen35::Runner r(**model, *nb.backend, 64, 32);
+    Result<std::vector<float>> logits = r.eval(prompt, rows);
+    ASSERT_TRUE(logits.ok()) << logits.error();
+    ASSERT_EQ(logits->size(), exact.size());
+    const double err = rel_error(*logits, exact);
+    RecordProperty(nb.name + "_rel_error", std::to_string(err));
+    std::cout << "[ metric   ] " << nb.name << " " << GetParam() << ": max|a-b|/max|b| = " << err
+              << " (llama.cpp on the quantized file: " << llama_err << ")\n";
+    EXPECT_LT(err, 1e-3);
+  }
+}
+
+// (c) Greedy decoding with the MTP head drafting K = 1..3 tokens gives the tokens of plain greedy
+// decoding, on each backend.
+TEST_P(LlamaQuantsTest, GreedyMtpParity) {
+  const std::vector<int32_t> prompt = read_bin<int32_t>(dir_ / "prompt_ids.bin");
+  ASSERT_FALSE(prompt.empty());
+  for (NamedBackend& nb : compiled_backends()) {
+    SCOPED_TRACE(nb.name);
+    auto model = qwen35::Model::load(path(".gguf").string(), *nb.backend);
+    ASSERT_TRUE(model.ok()) << model.error();
+    if (!(*model)->has_mtp()) GTEST_SKIP() << GetParam() << " has no MTP layer";
+    auto generate = [&](int k) {
+      std::vector<int32_t> out;
+      auto s =
+          qwen35::Session::create(**model, *nb.backend, {.n_ctx = 128, .n_batch = 32, .mtp_k = k, .kv_bucket = 32});
+      EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
+      if (!s.ok() || !(*s)->prefill(prompt).ok()) return out;
+      for (int i = 0; i < 32; ++i) {
+        auto t = (*s)->next();
+        EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error());
+        if (!t.ok()) break;
+        out.push_back(*t);
+      }
+      return out;
+    };
+    const std::vector<int32_t> plain = generate(0);
+    ASSERT_EQ(plain.size(), 32u);
+    for (int k = 1; k <= 3; ++k) EXPECT_EQ(generate(k), plain) << "K = " << k;
+  }
 }
 
 std::string file_test_name(const ::testing::TestParamInfo<std::string>& p) {

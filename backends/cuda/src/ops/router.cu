@@ -62,8 +62,8 @@ __global__ void softmax_top_k_kernel(TensorArg a, TensorArg probs, TensorArg ids
 
 // Token t (one warp): w[j] = probs[ids[j, t], t] for j < k, s = sum w (double), out[j] = w[j] / s.
 // probs [1, E, T] (a view of the softmax result), picked [1, k, T], sum [1, T], out [k, T].
-__global__ void expert_weights_kernel(TensorArg probs, TensorArg ids, TensorArg picked, TensorArg sum,
-                                      TensorArg out, int64_t n_tokens) {
+__global__ void expert_weights_kernel(TensorArg probs, TensorArg ids, TensorArg picked, TensorArg sum, TensorArg out,
+                                      int64_t n_tokens) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   if (t >= n_tokens) return;  // whole warps leave together: the shuffles below see full warps
   const int j = static_cast<int>(threadIdx.x);
@@ -128,7 +128,7 @@ int expert_weights(const Ctx& ctx, std::span<Tensor* const> nodes) {
   constexpr int kTokensPerBlock = 8;
   const auto blocks = static_cast<unsigned>((T + kTokensPerBlock - 1) / kTokensPerBlock);
   expert_weights_kernel<<<blocks, dim3(32, kTokensPerBlock), 0, ctx.stream>>>(arg(probs), arg(ids), arg(g), arg(s),
-                                                                             arg(d), T);
+                                                                              arg(d), T);
   return 4;
 }
 
