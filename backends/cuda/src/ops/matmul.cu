@@ -87,9 +87,12 @@ __global__ void convert_w_kernel(TView w, int64_t n0, int64_t tn, int64_t w2, in
 }
 
 // Weight rows [n0, n0 + tn) of quantized type Q, batch (w2, w3) -> contiguous F16 [K, tn], a pair
-// of elements per thread so that both the quant reads and the half2 writes are coalesced.
+// of elements per thread so that both the quant reads and the half2 writes are coalesced. With lo,
+// also the rounding residue lo = round(v - hi): hi + lo hold ~22 significant bits, enough for
+// every dequantized value (a K-quant's d * sc * q - dmin * m needs up to 21), so the product on
+// hi and lo is the product on the exact weights.
 template <class Q>
-__global__ void dequant_f16_kernel(TView w, int64_t n0, int64_t tn, int64_t w2, int64_t w3, __half2* out) {
+__global__ void dequant_f16_kernel(TView w, int64_t n0, int64_t tn, int64_t w2, int64_t w3, __half2* out, __half2* lo) {
   static_assert(Q::kBlock % 2 == 0, "pairs must not straddle blocks");
   constexpr int kPairs = Q::kBlock / 2;
   const int64_t pairs_per_row = w.ne[0] / 2, n = pairs_per_row * tn;
@@ -97,7 +100,15 @@ __global__ void dequant_f16_kernel(TView w, int64_t n0, int64_t tn, int64_t w2, 
     const int64_t row = i / pairs_per_row, p = i % pairs_per_row;
     const char* blk =
         w.data + (n0 + row) * w.nb[1] + w2 * w.nb[2] + w3 * w.nb[3] + (p / kPairs) * int64_t{Q::kBlockBytes};
-    out[i] = Q::pair_f16(blk, static_cast<int>(p % kPairs));
+    if (!lo) {
+      out[i] = Q::pair_f16(blk, static_cast<int>(p % kPairs));
+      continue;
+    }
+    const int e = 2 * static_cast<int>(p % kPairs);
+    const float v0 = Q::elem(blk, e), v1 = Q::elem(blk, e + 1);
+    const __half2 h = __floats2half2_rn(v0, v1);
+    out[i] = h;
+    lo[i] = __floats2half2_rn(v0 - __low2float(h), v1 - __high2float(h));
   }
 }
 
@@ -176,15 +187,16 @@ void gemm(const Ctx& ctx, const GemmType& gt, cublasOperation_t op_a, int64_t ro
                                CUBLAS_GEMM_DEFAULT));
 }
 
-// The A operand for weight rows [n0, n0 + tn) of batch (w2, w3): in place, or converted into buf.
+// The A operand for weight rows [n0, n0 + tn) of batch (w2, w3): in place, or converted into buf
+// (and, for a quantized weight with lo given, its rounding residue into lo).
 const void* weight_tile(const Ctx& ctx, const Tensor& w, const WeightOperand& wa, const GemmType& gt, int64_t n0,
-                        int64_t tn, int64_t w2, int64_t w3, void* buf) {
+                        int64_t tn, int64_t w2, int64_t w3, void* buf, void* lo = nullptr) {
   if (wa.direct) return static_cast<const char*>(w.data) + w2 * w.nb[2] + w3 * w.nb[3];
   const int64_t k = w.ne[0];
   if (dtype_traits(w.type).is_quant) {
     with_weight_quant_host(w.type, [&](auto q) {
       dequant_f16_kernel<decltype(q)><<<convert_blocks(tn * k / 2), kConvertThreads, 0, ctx.stream>>>(
-          mm::view_of(w), n0, tn, w2, w3, static_cast<__half2*>(buf));
+          mm::view_of(w), n0, tn, w2, w3, static_cast<__half2*>(buf), static_cast<__half2*>(lo));
     });
   } else {
     with_type(gt.type, [&](auto tag) {
@@ -214,7 +226,7 @@ struct CublasLayout {
   int64_t x_elems = 0;  // elements of x (one half of the converted activations)
   int64_t tile = 0;     // weight rows per GEMM
   size_t x_bytes = 0;   // converted activations: hi, then lo (room for lo at either precision)
-  size_t w_bytes = 0;   // one converted weight tile, after the activations
+  size_t w_bytes = 0;   // converted weight tiles after the activations: one, or hi and lo (quantized)
 };
 
 // The precision may change after the planner sized the workspace (plans are not keyed on it), so
@@ -229,7 +241,10 @@ CublasLayout cublas_layout(const Tensor& w, const Tensor& x) {
   const int64_t es = static_cast<int64_t>(l.gt.size);
   l.tile = l.wa.direct ? n : std::clamp<int64_t>(kWeightTileBytes / (k * es), 1, n);
   l.x_bytes = l.x_in_place ? 0 : ceil_div(static_cast<size_t>(l.x_elems * es) * 2, kWorkspaceAlign) * kWorkspaceAlign;
-  l.w_bytes = l.wa.direct ? 0 : static_cast<size_t>(l.tile * k * es);
+  // A quantized weight's F16 tile gets room for its low half too (EXACT; see split_activations).
+  const size_t halves = dtype_traits(w.type).is_quant ? 2 : 1;
+  l.w_bytes =
+      l.wa.direct ? 0 : halves * ceil_div(static_cast<size_t>(l.tile * k * es), kWorkspaceAlign) * kWorkspaceAlign;
   return l;
 }
 
@@ -274,12 +289,15 @@ void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& ds
   // Weight tiles: the whole matrix when read in place, else rows converted into the workspace.
   const int64_t tile = l.tile;
   void* w_buf = wa.direct ? nullptr : ws + l.x_bytes;
+  // EXACT with quantized weights: the weights' low half too (a third GEMM, w_lo x_hi).
+  const bool split_w = split && dtype_traits(w.type).is_quant;
+  void* w_lo = split_w ? static_cast<char*>(w_buf) + l.w_bytes / 2 : nullptr;
   float* out = static_cast<float*>(dst.data);
   for (int64_t w3 = 0; w3 < w.ne[3]; ++w3)
     for (int64_t w2 = 0; w2 < w.ne[2]; ++w2)
       for (int64_t n0 = 0; n0 < n; n0 += tile) {
         const int64_t tn = std::min(tile, n - n0);
-        const void* a = weight_tile(ctx, w, wa, gt, n0, tn, w2, w3, w_buf);
+        const void* a = weight_tile(ctx, w, wa, gt, n0, tn, w2, w3, w_buf, w_lo);
         const int64_t lda = wa.direct ? wa.ld : k;
         // The r2 x batches i2 = w2 * r2 .. + r2 - 1 of every i3 reading this weight batch.
         for (int64_t i3 = w3 * r3; i3 < (w3 + 1) * r3; ++i3) {
@@ -290,6 +308,8 @@ void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& ds
           if (split)  // the low half of the activations, accumulated
             gemm(ctx, gt, wa.direct ? wa.op : CUBLAS_OP_T, tn, r2 * m, k, a, lda,
                  static_cast<const char*>(b) + x_elems * es, xb.ld, c, n, true);
+          if (split_w)  // the low half of the weights against the high half of the activations
+            gemm(ctx, gt, CUBLAS_OP_T, tn, r2 * m, k, w_lo, lda, b, xb.ld, c, n, true);
         }
       }
 }
