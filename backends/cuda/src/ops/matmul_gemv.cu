@@ -163,7 +163,9 @@ __device__ __forceinline__ void load_x(const char* row, int64_t c, int64_t k, co
   for (int r = 0; r < C::kRuns; ++r) {
     const int64_t s = C::run_start(c, r);
     if (x.vec) {
-      const float4* p = reinterpret_cast<const float4*>(row) + s / 4;
+      // One run (plain types, Q8_0): the float4 index exactly as before runs existed.
+      const int64_t f4 = C::kRuns == 1 ? c * (C::E / 4) : s / 4;
+      const float4* p = reinterpret_cast<const float4*>(row) + f4;
 #pragma unroll
       for (int i = 0; i < L / 4; ++i) {
         const float4 u = __ldg(p + i);
