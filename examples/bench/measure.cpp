@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "ggml-lite/models/runner.h"
 #include "ggml-lite/models/session.h"
 #include "ggml-lite/models/tokenizer.h"
+#include "gguf-tools/quant_mix.h"
 #ifdef GL_HAVE_CUDA
 #include "ggml-lite/cuda.h"
 #endif
@@ -227,6 +229,24 @@ uint64_t decode_weight_bytes(const Model& m) {
   return total;
 }
 
+namespace {
+
+// A mix of types (general.file_type of a llama-quantize / gguf-quantize mix, e.g. q4_k_m, whose
+// largest tensors may be q6_K) is named as the mix; a single-type file by its type.
+std::string mix_label(const gl::GgufFile& f, const std::string& largest) {
+  const gl::Result<uint32_t> ft = f.get<uint32_t>("general.file_type");
+  if (!ft) return largest;
+  for (const gl::tools::MixFileType& mt : gl::tools::mix_file_types()) {
+    if (mt.llama_ftype != *ft) continue;
+    const bool same = std::equal(mt.name.begin(), mt.name.end(), largest.begin(), largest.end(),
+                                 [](char a, char b) { return std::tolower(a) == std::tolower(b); });
+    return same ? largest : std::string(mt.name);
+  }
+  return largest;
+}
+
+}  // namespace
+
 ModelInfo model_info(const Model& m, std::string label, std::string name) {
   ModelInfo mi;
   mi.label = std::move(label);
@@ -243,6 +263,7 @@ ModelInfo model_info(const Model& m, std::string label, std::string name) {
   auto most = std::max_element(by_type.begin(), by_type.end(),
                                [](const auto& a, const auto& b) { return a.second < b.second; });
   mi.type = most == by_type.end() ? "-" : gl::ggml_type_name(most->first);
+  mi.type = mix_label(m.gguf(), mi.type);
   mi.weight_bytes_per_token = decode_weight_bytes(m);
   return mi;
 }
