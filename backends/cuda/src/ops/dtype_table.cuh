@@ -74,6 +74,13 @@ constexpr CudaTypeKernels cuda_type_kernels(DType t) {
   return {};
 }
 
+// Whether t is one of the weight-only quantized types (GL_CUDA_WEIGHT_QUANT_TYPES).
+__host__ __device__ constexpr bool is_weight_only_quant(DType t) {
+#define GL_CUDA_IS_WEIGHT_QUANT(name) t == DType::name ||
+  return GL_CUDA_WEIGHT_QUANT_TYPES(GL_CUDA_IS_WEIGHT_QUANT) false;
+#undef GL_CUDA_IS_WEIGHT_QUANT
+}
+
 // Whether t is a quantized element type (usable in device code, unlike dtype_traits): the generic
 // kernels test this before load_quant; weight types never reach them.
 __host__ __device__ constexpr bool is_quant_type(DType t) {

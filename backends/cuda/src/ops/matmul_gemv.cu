@@ -8,7 +8,7 @@
 //     (blockIdx.y picks the batch / expert group); every activation row is dotted with the R weight
 //     rows while they stream past once, in 16-byte vector loads (F32/F16/BF16) or the chunks a
 //     quantized type's traits define (Q8_0: quarter blocks of 8 quants; the packed llama.cpp types:
-//     16 elements whose quant bytes no other thread reads) per thread; activations
+//     16 or 32 elements whose quant bytes no other thread reads) per thread; activations
 //     stay F32 (read through L1, each reused R times);
 //   * accumulation is float with explicit fmaf, then a warp shuffle tree and a fixed-order sum over
 //     the block's warps.
@@ -42,6 +42,7 @@ constexpr int64_t kMaxGridY = 65535;
 struct WDesc {
   int64_t k, n, nb0, nb1;
   bool vec;               // rows dense, 16-byte aligned and k % E == 0: one 16-byte load per chunk
+                          // (quantized types: data and row strides 16-byte aligned)
   int64_t row_bytes = 0;  // bytes of one dense row (0: strided rows, not prefetched)
 };
 
@@ -67,7 +68,14 @@ struct WChunk {
   static constexpr int kRuns = Q::kRuns;
   __device__ static int64_t run_start(int64_t c, int r) { return Q::run_start(c, r); }
   using Chunk = typename Q::Chunk;
-  __device__ static void load(const char* row, int64_t c, const WDesc&, Chunk& out) { Q::load_chunk(row, c, out); }
+  // Types whose chunk reads 16 bytes at once take whether the rows are 16-byte aligned (w.vec).
+  __device__ static void load(const char* row, int64_t c, const WDesc& w, Chunk& out) {
+    if constexpr (requires { Q::load_chunk(row, c, out, true); }) {
+      Q::load_chunk(row, c, out, w.vec);
+    } else {
+      Q::load_chunk(row, c, out);
+    }
+  }
   __device__ static float dot(const Chunk& w, const float (&x)[E], float acc) { return Q::dot_chunk(w, x, acc); }
 };
 
@@ -374,6 +382,17 @@ void launch_rows(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& row
   GL_CUDA_CHECK(cudaGetLastError());
 }
 
+// Weight rows per block at one activation row that a quantized type's traits ask for (kGemvRows),
+// else 1.
+template <DType WT>
+constexpr int gemv_rows_of() {
+  if constexpr (requires { QuantTraits<WT>::kGemvRows; }) {
+    return QuantTraits<WT>::kGemvRows;
+  } else {
+    return 1;
+  }
+}
+
 // Narrow products (the 32-row GDN gate projections) get one weight row per block, so that more
 // than a handful of SMs stream them. (Four rows for N <= 4096 was measured too: no change.)
 template <DType WT, int M, class Rows, class Epi>
@@ -384,8 +403,20 @@ void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows, co
   // BF16 forced spec: 4 rows for M >= 2 gave spec 3 351 vs 326 tok/s (verify 1.59x vs 1.73x a
   // decode step) and spec 1 258 vs 244; 2 rows for M = 4 gave 323.
   constexpr int R = M >= 2 ? kRowsPerBlock / 2 : kRowsPerBlock;
-  if (ceil_div<int64_t>(w.n, R) * rows.count() < kFewBlocks) return launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
-  launch_rows<WT, M, R>(ctx, w, x, rows, epi);
+  // The weight-only quantized types: the rows their traits ask for (kGemvRows, halved for several
+  // activation rows), else one. Most of their chunks hold about twice the registers of a plain
+  // type's (128-250 at 8 rows), so 8 rows left one block per SM resident and the loads
+  // latency-bound. (Only the row counts used are instantiated: the other branch is discarded.)
+  if constexpr (is_weight_only_quant(WT)) {
+    constexpr int kQ = gemv_rows_of<WT>();
+    constexpr int RQ = M >= 2 && kQ > 1 ? kQ / 2 : kQ;
+    if constexpr (RQ > 1)
+      if (ceil_div<int64_t>(w.n, RQ) * rows.count() >= kFewBlocks) return launch_rows<WT, M, RQ>(ctx, w, x, rows, epi);
+    launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
+  } else {
+    if (ceil_div<int64_t>(w.n, R) * rows.count() < kFewBlocks) return launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
+    launch_rows<WT, M, R>(ctx, w, x, rows, epi);
+  }
 }
 
 template <int M, class Rows, class Epi = NoEpilogue>
@@ -411,6 +442,8 @@ WDesc weight_desc(const Tensor& w, std::initializer_list<int64_t> batch_strides)
     const int e = w.type == DType::F32 ? 4 : 8;
     d.vec = w.nb[0] == tr.block_bytes && w.ne[0] % e == 0 && aligned16(w.data, batch_strides) &&
             static_cast<int64_t>(w.nb[1]) % 16 == 0;
+  } else {
+    d.vec = aligned16(w.data, batch_strides) && static_cast<int64_t>(w.nb[1]) % 16 == 0;
   }
   if (w.nb[0] == tr.block_bytes) d.row_bytes = static_cast<int64_t>(row_bytes(w.type, w.ne[0]));
   return d;

@@ -57,6 +57,35 @@ __device__ __forceinline__ float to_f(int v) { return static_cast<float>(v); }
 // Byte b (0..3) of w.
 __device__ __forceinline__ uint32_t byte_of(uint32_t w, int b) { return (w >> (8 * b)) & 0xffu; }
 
+// Byte b (0..3) of w as a float, exactly and without an integer conversion (I2F issues at a
+// fraction of the FMA rate): the byte becomes the low mantissa bits of 2^23, which is subtracted.
+__device__ __forceinline__ float byte_f(uint32_t w, int b) {
+  return __int_as_float(static_cast<int>(__byte_perm(w, 0x4B000000u, 0x7540u | static_cast<uint32_t>(b)))) - 8388608.0f;
+}
+
+// 16 bytes at p as four little-endian words: one 16-byte load when p is 16-byte aligned (vec),
+// else four 4-byte loads of the same bytes (p 4-byte aligned).
+__device__ __forceinline__ void ld128(const char* p, bool vec, uint32_t (&w)[4]) {
+  if (vec) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+    w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w[i] = __ldg(reinterpret_cast<const unsigned int*>(p) + i);
+}
+
+// 8 bytes at the 2-byte aligned p as two words: three aligned 4-byte loads and a funnel shift
+// (instead of four 2-byte loads). Reads up to 4 bytes past p + 8: callers keep that in the block.
+__device__ __forceinline__ void ld64_a2(const char* p, uint32_t (&w)[2]) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const unsigned int* q = reinterpret_cast<const unsigned int*>(a & ~uintptr_t{3});
+  const uint32_t sh = static_cast<uint32_t>(a & 3u) * 8u;
+  const uint32_t w0 = __ldg(q), w1 = __ldg(q + 1), w2 = __ldg(q + 2);
+  w[0] = __funnelshift_r(w0, w1, sh);
+  w[1] = __funnelshift_r(w1, w2, sh);
+}
+
 // A 16-entry int8 table packed four entries a word (entry n in byte n % 4 of word n / 4), so a
 // lookup is two byte permutes in registers instead of a divergent memory read.
 __host__ __device__ constexpr uint32_t level_word(const int8_t (&t)[16], int w) {

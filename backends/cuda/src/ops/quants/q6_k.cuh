@@ -6,8 +6,8 @@
 // Element 128h + 32k + l: low 4 bits in ql[64h + 32(k & 1) + l] (low nibble for k < 2), high 2 bits
 // at bits 2k of qh[32h + l], int8 scale per 16 elements. Bit-exact with dequantize_row_q6_k
 // (ggml-lite/src/quants/k_quants.cpp). Blocks are 210 bytes, so only 2-byte alignment holds.
-// GEMV chunk: for one h and four l (4g .. 4g + 3), the two ql words and the qh word that hold all
-// four k: 16 elements in four runs of 4, every byte read once.
+// GEMV chunk: for one h and eight l (8g .. 8g + 7), the ql and qh bytes that hold all four k:
+// 32 elements in four runs of 8, every byte read once.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -51,44 +51,71 @@ struct QuantTraits<DType::Q6_K> {
     return __floats2half2_rn(elem(blk, 2 * p), elem(blk, 2 * p + 1));
   }
 
-  // GEMV (matmul_gemv.cu): chunk c is piece w = c % 16 of block c / 16: h = w / 8, g = w % 8; run k
-  // holds elements 128h + 32k + 4g .. + 3.
-  static constexpr int kChunk = 16;
+  // GEMV (matmul_gemv.cu): chunk c is piece p = c % 8 of block c / 8: h = p / 4, g = p % 4; run k
+  // holds elements 128h + 32k + 8g .. + 7. Its bytes: ql[64h + 8g ..] (runs 0 and 2) and
+  // ql[64h + 32 + 8g ..] (runs 1 and 3), 8 each, qh[32h + 8g ..] (8), four scales and d. Blocks are
+  // 210 bytes (2-byte aligned): the 8-byte groups are read as aligned words and funnel-shifted.
+  static constexpr int kChunk = 32;
   static constexpr int kRuns = 4;
+  static constexpr int kGemvRows = 4;
+  static constexpr bool kChunkValues = true;  // chunk_values() below (the cuBLAS tiles, matmul.cu)  // weight rows per block at one activation row (matmul_gemv.cu)
   __device__ static int64_t run_start(int64_t c, int r) {
-    const int w = static_cast<int>(c & 15);
-    return (c >> 4) * kBlock + 128 * (w >> 3) + 32 * r + 4 * (w & 7);
+    const int p = static_cast<int>(c & 7);
+    return (c >> 3) * kBlock + 128 * (p >> 2) + 32 * r + 8 * (p & 3);
   }
   struct Chunk {
-    uint32_t ql[2];  // ql bytes for k = 0, 2 (low, high nibbles) and k = 1, 3
-    uint32_t qh;     // bits 2k of byte e: high bits of run k, element e
-    uint32_t sc;     // byte k: the int8 scale of run k
-    float d;
+    uint32_t ql[2][2];  // [0]: ql for runs 0 (low nibbles) and 2 (high); [1]: runs 1 and 3
+    uint32_t qh[2];     // bits 2k of byte e: high bits of run k
+    float d[4];         // d * scale of run k
   };
-  __device__ static void load_chunk(const char* row, int64_t c, Chunk& out) {
-    const char* blk = row + (c >> 4) * int64_t{kBlockBytes};
-    const int w = static_cast<int>(c & 15), h = w >> 3, g = w & 7;
-    out.ql[0] = qio::ld32<2>(blk + kQl + 64 * h + 4 * g);
-    out.ql[1] = qio::ld32<2>(blk + kQl + 64 * h + 32 + 4 * g);
-    out.qh = qio::ld32<2>(blk + kQh + 32 * h + 4 * g);
-    const char* sc = blk + kScales + 8 * h + (g >> 2);  // scale of run k: sc[2k]
-    out.sc = qio::ld8(sc) | (qio::ld8(sc + 2) << 8) | (qio::ld8(sc + 4) << 16) | (qio::ld8(sc + 6) << 24);
-    out.d = qio::f16(qio::ld16(blk + kD));
+  __device__ static void load_chunk(const char* row, int64_t c, Chunk& out, bool) {
+    const char* blk = row + (c >> 3) * int64_t{kBlockBytes};
+    const int p = static_cast<int>(c & 7), h = p >> 2, g = p & 3;
+    qio::ld64_a2(blk + kQl + 64 * h + 8 * g, out.ql[0]);
+    qio::ld64_a2(blk + kQl + 64 * h + 32 + 8 * g, out.ql[1]);
+    qio::ld64_a2(blk + kQh + 32 * h + 8 * g, out.qh);
+    const float d = qio::f16(qio::ld16(blk + kD));
+    const char* sc = blk + kScales + 8 * h + (g >> 1);  // scale of run k: sc[2k]
+#pragma unroll
+    for (int k = 0; k < 4; ++k) out.d[k] = d * qio::to_f(static_cast<int8_t>(qio::ld8(sc + 2 * k)));
   }
-  __device__ static float dot_chunk(const Chunk& w, const float (&x)[kChunk], float acc) {
+  // Levels (0..63) of word i of the chunk: byte e of q[k] is element 8k + 4i + e.
+  __device__ static void levels(const Chunk& w, int i, uint32_t (&q)[4]) {
+    const uint32_t a = w.ql[0][i], b = w.ql[1][i], hb = w.qh[i];
+    q[0] = (a & 0x0F0F0F0Fu) | ((hb << 4) & 0x30303030u);
+    q[1] = (b & 0x0F0F0F0Fu) | ((hb << 2) & 0x30303030u);
+    q[2] = ((a >> 4) & 0x0F0F0F0Fu) | (hb & 0x30303030u);
+    q[3] = ((b >> 4) & 0x0F0F0F0Fu) | ((hb >> 2) & 0x30303030u);
+  }
+  // The chunk's elements as elem() gives them, bit for bit: run k element e is y[8 k + e].
+  __device__ static void chunk_values(const Chunk& w, float (&y)[kChunk]) {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      float s = 0.0f;
+    for (int i = 0; i < 2; ++i) {
+      uint32_t q[4];
+      levels(w, i, q);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const uint32_t byte = qio::byte_of(w.ql[k & 1], e);
-        const uint32_t lo = k < 2 ? byte & 0xFu : byte >> 4;
-        const uint32_t hi = (qio::byte_of(w.qh, e) >> (2 * k)) & 3u;
-        s = fmaf(qio::to_f(static_cast<int>(lo | (hi << 4)) - 32), x[4 * k + e], s);
-      }
-      const int sc = static_cast<int8_t>(qio::byte_of(w.sc, k));
-      acc = fmaf(w.d * qio::to_f(sc), s, acc);
+      for (int k = 0; k < 4; ++k)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) y[8 * k + 4 * i + e] = __fmul_rn(w.d[k], qio::byte_f(q[k], e) - 32.0f);
     }
+  }
+  // sum over run k of d_k (q - 32) x = d_k (sum(q x) - 32 sum(x)).
+  __device__ static float dot_chunk(const Chunk& w, const float (&x)[kChunk], float acc) {
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, xs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      uint32_t q[4];
+      levels(w, i, q);
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[k] = fmaf(qio::byte_f(q[k], e), x[8 * k + 4 * i + e], s[k]);
+          xs[k] += x[8 * k + 4 * i + e];
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc = fmaf(w.d[k], fmaf(-32.0f, xs[k], s[k]), acc);
     return acc;
   }
 };
