@@ -58,7 +58,8 @@ struct QuantTraits<DType::Q6_K> {
   static constexpr int kChunk = 32;
   static constexpr int kRuns = 4;
   static constexpr int kGemvRows = 4;
-  static constexpr bool kChunkValues = true;  // chunk_values() below (the cuBLAS tiles, matmul.cu)  // weight rows per block at one activation row (matmul_gemv.cu)
+  static constexpr bool kChunkValues = true;  // chunk_values() below (the cuBLAS tiles, matmul.cu)  // weight rows per
+                                              // block at one activation row (matmul_gemv.cu)
   __device__ static int64_t run_start(int64_t c, int r) {
     const int p = static_cast<int>(c & 7);
     return (c >> 3) * kBlock + 128 * (p >> 2) + 32 * r + 8 * (p & 3);
