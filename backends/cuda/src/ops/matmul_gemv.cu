@@ -403,13 +403,15 @@ void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows, co
   // BF16 forced spec: 4 rows for M >= 2 gave spec 3 351 vs 326 tok/s (verify 1.59x vs 1.73x a
   // decode step) and spec 1 258 vs 244; 2 rows for M = 4 gave 323.
   constexpr int R = M >= 2 ? kRowsPerBlock / 2 : kRowsPerBlock;
-  // The weight-only quantized types: the rows their traits ask for (kGemvRows, halved for several
-  // activation rows), else one. Most of their chunks hold about twice the registers of a plain
-  // type's (128-250 at 8 rows), so 8 rows left one block per SM resident and the loads
-  // latency-bound. (Only the row counts used are instantiated: the other branch is discarded.)
+  // The weight-only quantized types: the rows their traits ask for (kGemvRows) at one activation
+  // row, else one. Their chunks hold about twice the registers of a plain type's. Measured, 9B
+  // Q4_K_M, a verify of 4 rows against a decode step: 1.9x at one weight row per block and 2.5x at
+  // two on the H100 (ncu at 8 rows and two: 168-226 registers, local-memory spills); 3.7x on the
+  // H200 at one row without the two-chunk unroll below. (Only the row counts used are
+  // instantiated: the other branch is discarded.)
   if constexpr (is_weight_only_quant(WT)) {
     constexpr int kQ = gemv_rows_of<WT>();
-    constexpr int RQ = M >= 2 && kQ > 1 ? kQ / 2 : kQ;
+    constexpr int RQ = M >= 2 ? 1 : kQ;
     if constexpr (RQ > 1)
       if (ceil_div<int64_t>(w.n, RQ) * rows.count() >= kFewBlocks) return launch_rows<WT, M, RQ>(ctx, w, x, rows, epi);
     launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
