@@ -34,8 +34,9 @@ inline void spread_pairs(const uint8_t* v, int16_t* out) {
   uint64_t bytes;
   std::memcpy(&bytes, v, 8);
   const __m128i w = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi16(w, w));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 8), _mm_unpackhi_epi16(w, w));
+  // One 32-byte store: the dot product reads it back with one 32-byte load (store forwarding).
+  const __m256i both = _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), both);
 #else
   for (int j = 0; j < 8; ++j) out[2 * j] = out[2 * j + 1] = v[j];
 #endif
