@@ -71,9 +71,9 @@ constexpr CpuTypeKernels fast_kernels_of(DType t) {
   switch (t) {
     case DType::Q4_0: return int8_kernels<LegacyInt8<UnpackQ4_0>>(t);
     case DType::Q8_0: return int8_kernels<LegacyInt8<UnpackQ8_0>>(t);
-    case DType::Q4_K: return int8_kernels<KQuantInt8<UnpackQ4_K>>(t);
-    case DType::Q5_K: return int8_kernels<KQuantInt8<UnpackQ5_K>>(t);
-    case DType::Q6_K: return int8_kernels<KQuantInt8<UnpackQ6_K>>(t);
+    case DType::Q4_K: return int8_kernels<KQuantInt8<LevelsQ4_K>>(t);
+    case DType::Q5_K: return int8_kernels<KQuantInt8<LevelsQ5_K>>(t);
+    case DType::Q6_K: return int8_kernels<KQuantInt8<LevelsQ6_K>>(t);
     case DType::F32:
     case DType::F16:
     case DType::BF16:

@@ -89,6 +89,15 @@ inline void quantize_act_q8_32(const float* x, ActQ8_32* y, int64_t k) {
   }
 }
 
+// Asks for the weight bytes kPrefetchBytes on from p (the rows after this one stream from memory:
+// the hardware prefetcher alone left a decode GEMV at half the memory bandwidth here).
+inline constexpr int64_t kPrefetchBytes = 2048;
+template <class Block>
+inline void prefetch_ahead(const Block* p) {
+  const char* c = reinterpret_cast<const char*>(p) + kPrefetchBytes;
+  for (size_t off = 0; off < sizeof(Block); off += 64) __builtin_prefetch(c + off, 0, 3);
+}
+
 // The float accumulator of one (weight row, activation row) result: a vector of partial sums
 // under AVX2 (summed once at the end), a float otherwise.
 #if defined(__AVX2__)

@@ -109,6 +109,7 @@ struct LegacyInt8 {
     FAcc acc[RX];
     for (int j = 0; j < RX; ++j) acc[j] = facc_zero();
     for (int64_t b = 0; b < nb; ++b) {
+      prefetch_ahead(w + b);
       const Levels32 l = U::unpack(w[b]);
 #pragma GCC unroll 8
       for (int j = 0; j < RX; ++j) acc[j] = legacy_block_dot<U>(l, static_cast<const ActQ8_32*>(x[j])[b], acc[j]);
