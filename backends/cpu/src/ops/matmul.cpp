@@ -28,6 +28,9 @@ namespace gl::cpu {
 namespace {
 
 constexpr int64_t kMaxTileRows = 16;
+// Int8 (FAST) jobs read their weight rows in place and have no scratch to fit: larger tiles halve
+// the scheduling per row of a decode GEMV.
+constexpr int64_t kInt8TileRows = 64;
 constexpr int64_t kTileBytes = 256 * 1024;   // converted weight tile, kept in L2
 constexpr int64_t kBlockBytes = 512 * 1024;  // activation rows of one block
 constexpr int64_t kMaxBlockRows = 64;
@@ -118,7 +121,7 @@ void run_job(const Tensor& w, const CpuTypeKernels& kern, const Block& b, int64_
   const int64_t k = w.ne[0], nx = b.end - b.begin;
   const void* const* x = rs.x.data() + b.begin;
   float* const* out = rs.out.data() + b.begin;
-  const void* rows[kMaxTileRows];
+  const void* rows[std::max(kMaxTileRows, kInt8TileRows)];
   if (reads_in_place(w, kern, nx)) {
     for (int i = 0; i < nw; ++i) rows[i] = elem_ptr(w, 0, n0 + i, b.i2, b.i3);
     kern.dot_rows(rows, nw, x, nx, k, out, n0);
@@ -140,7 +143,7 @@ void run_job(const Tensor& w, const CpuTypeKernels& kern, const Block& b, int64_
 // Every (block, weight tile) job; threads take consecutive tiles of the same block.
 void run_blocks(const Tensor& w, const CpuTypeKernels& kern, const std::vector<Block>& blocks, const RowSet& rs) {
   const int64_t k = w.ne[0], n = w.ne[1];
-  const int64_t tile = tile_rows(k);
+  const int64_t tile = quantizes_act(kern) ? kInt8TileRows : tile_rows(k);
   const int64_t tiles = (n + tile - 1) / tile;
   const int64_t jobs = static_cast<int64_t>(blocks.size()) * tiles;
   bool needs_scratch = false;
