@@ -23,14 +23,16 @@ struct OpsParam {
 
 void PrintTo(const OpsParam& p, std::ostream* os) { *os << p.c.name << " on " << p.backend; }
 
-// Every case on every compiled backend, and the matrix products once more on the CPU under
-// Precision::FAST (int8 activations for quantized weights; the other ops have one path).
+// Every case on every compiled backend, and the ops with a FAST path once more on the CPU under
+// Precision::FAST (matrix products: int8 activations for quantized weights; fused attention:
+// vector sums in another order, within the same f32 bounds; the other ops have one path).
 std::vector<OpsParam> all_params() {
   std::vector<OpsParam> ps;
   for (const std::string& b : compiled_backend_names())
     for (OpCase& c : all_cases()) ps.push_back({std::move(c), b});
   for (OpCase& c : all_cases())
-    if (c.op == Op::MUL_MAT || c.op == Op::MUL_MAT_ID) ps.push_back({std::move(c), "cpu-fast"});
+    if (c.op == Op::MUL_MAT || c.op == Op::MUL_MAT_ID || c.op == Op::FLASH_ATTN)
+      ps.push_back({std::move(c), "cpu-fast"});
   return ps;
 }
 

@@ -32,8 +32,8 @@ class HostBuffer final : public Buffer {
   size_t size_;
 };
 
-// The one dispatch switch: no default, so a new op fails to compile here. Only the matrix
-// products have a FAST path (int8 activations for quantized weights, matmul.cpp).
+// The one dispatch switch: no default, so a new op fails to compile here. The matrix products
+// (int8 activations for quantized weights, matmul.cpp) and the fused attention have FAST paths.
 void compute_node(Tensor& node, Precision precision) {
   switch (node.op) {
     case Op::NONE:
@@ -56,7 +56,7 @@ void compute_node(Tensor& node, Precision precision) {
     case Op::MUL_MAT: mul_mat(node, precision); return;
     case Op::MUL_MAT_ID: mul_mat_id(node, precision); return;
     case Op::SOFTMAX: softmax(node); return;
-    case Op::FLASH_ATTN: flash_attn(node); return;
+    case Op::FLASH_ATTN: flash_attn(node, precision); return;
     case Op::ROPE: rope(node); return;
     case Op::GET_ROWS: get_rows(node); return;
     case Op::SET_ROWS: set_rows(node); return;

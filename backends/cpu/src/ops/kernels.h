@@ -18,8 +18,9 @@ void norm(Tensor& dst);    // RMS_NORM, L2_NORM
 // rows quantized to int8 blocks; other weights, and EXACT, take the exact path.
 void mul_mat(Tensor& dst, Precision precision = Precision::EXACT);
 void mul_mat_id(Tensor& dst, Precision precision = Precision::EXACT);
-void softmax(Tensor& dst);           // SOFTMAX
-void flash_attn(Tensor& dst);        // FLASH_ATTN
+void softmax(Tensor& dst);  // SOFTMAX
+// FLASH_ATTN. FAST: vector dot products and weighted sums over dense F32 rows (other layouts exact).
+void flash_attn(Tensor& dst, Precision precision = Precision::EXACT);
 void rope(Tensor& dst);              // ROPE
 void get_rows(Tensor& dst);          // GET_ROWS
 void set_rows(Tensor& dst);          // SET_ROWS
