@@ -18,6 +18,11 @@ std::vector<std::string> compiled_backend_names() {
 
 std::unique_ptr<Backend> make_test_backend(std::string_view name) {
   if (name == "cpu") return cpu::make_backend({.n_threads = 2});
+  if (name == "cpu-fast") {
+    std::unique_ptr<Backend> be = cpu::make_backend({.n_threads = 2});
+    be->set_precision(Precision::FAST);
+    return be;
+  }
 #ifdef GL_HAVE_CUDA
   if (name == "cuda" && cuda::device_count() > 0) return cuda::make_backend();
 #endif

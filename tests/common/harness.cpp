@@ -221,7 +221,7 @@ class CaseRun {
       if (std::string why = c_.compare(got, want); !why.empty()) fail(why);
       return;
     }
-    const double max_nmse = c_.threshold(be_.name());
+    const double max_nmse = c_.threshold(be_.name(), be_.precision());
     if (max_nmse == 0.0) {
       if (std::string why = compare_exact(got, want); !why.empty()) fail("expected exact values: " + why);
       return;

@@ -17,10 +17,13 @@ TEST(Precision, NamesRoundTrip) {
   EXPECT_FALSE(precision_from_name("Fast").has_value());
 }
 
-// The CPU reference has one path: asking it for FAST leaves it exact.
-TEST(Precision, CpuStaysExact) {
+// The CPU starts exact and takes FAST (int8 activations for quantized weights) when asked.
+TEST(Precision, CpuHonoursFast) {
   auto cpu = cpu::make_backend({.n_threads = 1});
+  EXPECT_EQ(cpu->precision(), Precision::EXACT);
   cpu->set_precision(Precision::FAST);
+  EXPECT_EQ(cpu->precision(), Precision::FAST);
+  cpu->set_precision(Precision::EXACT);
   EXPECT_EQ(cpu->precision(), Precision::EXACT);
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <string>
@@ -22,10 +23,16 @@ struct OpsParam {
 
 void PrintTo(const OpsParam& p, std::ostream* os) { *os << p.c.name << " on " << p.backend; }
 
+// Every case on every compiled backend, and the ops with a FAST path once more on the CPU under
+// Precision::FAST (matrix products: int8 activations for quantized weights; fused attention:
+// vector sums in another order, within the same f32 bounds; the other ops have one path).
 std::vector<OpsParam> all_params() {
   std::vector<OpsParam> ps;
   for (const std::string& b : compiled_backend_names())
     for (OpCase& c : all_cases()) ps.push_back({std::move(c), b});
+  for (OpCase& c : all_cases())
+    if (c.op == Op::MUL_MAT || c.op == Op::MUL_MAT_ID || c.op == Op::FLASH_ATTN)
+      ps.push_back({std::move(c), "cpu-fast"});
   return ps;
 }
 
@@ -41,7 +48,11 @@ TEST_P(OpsTest, Run) {
   for (const std::string& f : r.failures) ADD_FAILURE() << f;
 }
 
-std::string param_name(const ::testing::TestParamInfo<OpsParam>& p) { return p.param.c.name + "__" + p.param.backend; }
+std::string param_name(const ::testing::TestParamInfo<OpsParam>& p) {
+  std::string b = p.param.backend;
+  std::replace(b.begin(), b.end(), '-', '_');
+  return p.param.c.name + "__" + b;
+}
 
 INSTANTIATE_TEST_SUITE_P(, OpsTest, ::testing::ValuesIn(all_params()), param_name);
 

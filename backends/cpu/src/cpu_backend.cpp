@@ -32,8 +32,9 @@ class HostBuffer final : public Buffer {
   size_t size_;
 };
 
-// The one dispatch switch: no default, so a new op fails to compile here.
-void compute_node(Tensor& node) {
+// The one dispatch switch: no default, so a new op fails to compile here. The matrix products
+// (int8 activations for quantized weights, matmul.cpp) and the fused attention have FAST paths.
+void compute_node(Tensor& node, Precision precision) {
   switch (node.op) {
     case Op::NONE:
     case Op::VIEW:
@@ -52,10 +53,10 @@ void compute_node(Tensor& node) {
     case Op::SWIGLU: swiglu(node); return;
     case Op::RMS_NORM:
     case Op::L2_NORM: norm(node); return;
-    case Op::MUL_MAT: mul_mat(node); return;
-    case Op::MUL_MAT_ID: mul_mat_id(node); return;
+    case Op::MUL_MAT: mul_mat(node, precision); return;
+    case Op::MUL_MAT_ID: mul_mat_id(node, precision); return;
     case Op::SOFTMAX: softmax(node); return;
-    case Op::FLASH_ATTN: flash_attn(node); return;
+    case Op::FLASH_ATTN: flash_attn(node, precision); return;
     case Op::ROPE: rope(node); return;
     case Op::GET_ROWS: get_rows(node); return;
     case Op::SET_ROWS: set_rows(node); return;
@@ -94,14 +95,17 @@ class CpuBackend final : public Backend {
     for (Tensor* node : nodes) {
       if (!node->data && node->op != Op::NONE && !is_view_op(node->op))
         return Error("cpu: node '" + node->name + "' (" + std::string(op_name(node->op)) + ") has no memory");
-      compute_node(*node);
+      compute_node(*node, precision_);
     }
     return {};
   }
   Status synchronize() override { return {}; }
+  void set_precision(Precision p) override { precision_ = p; }
+  Precision precision() const override { return precision_; }
 
  private:
   int n_threads_;
+  Precision precision_ = Precision::EXACT;
 };
 
 }  // namespace

@@ -5,7 +5,7 @@
 //   buf->bind(*x, 0);
 //   cpu->set_tensor(*x, host_data, 0, gl::nbytes(*x));
 //   GL_TRY(cpu->compute(nodes));   // one split: nodes placed on this backend, in order
-//   cpu->set_precision(gl::Precision::FAST);   // a per-run choice; the CPU stays exact
+//   cpu->set_precision(gl::Precision::FAST);   // a per-run choice (default EXACT)
 //   std::unique_ptr<gl::Event> done = cpu->make_event();
 //   GL_TRY(cpu->record(*done));          // marks the work queued so far
 //   GL_TRY(other->wait(*done));          // other's later work starts after it (a host wait on the CPU)
@@ -33,7 +33,8 @@ enum class BufferUsage : uint8_t { ANY, WEIGHTS, COMPUTE };
 // How a run trades accuracy for speed where a backend has the choice. EXACT: results as close to
 // the CPU reference as the backend can get (CUDA: 16-bit GEMMs split the activations into two
 // rounded halves, two GEMMs). FAST: one rounding of the activations, one GEMM (faster prefill,
-// ~1e-2 relative logit error with BF16 weights). Backends without the choice are always exact.
+// ~1e-2 relative logit error with BF16 weights); on the CPU, quantized weights multiply activation
+// rows quantized to int8 blocks (integer dot products). Backends without the choice are always exact.
 enum class Precision : uint8_t { EXACT, FAST };
 std::string_view precision_name(Precision p);                      // "exact", "fast"
 std::optional<Precision> precision_from_name(std::string_view s);  // inverse; nullopt if unknown

@@ -5,7 +5,8 @@
 //
 // Plain loops over ne/nb for every op in the table, float (or wider)
 // accumulation, no fast-math, rows split over OpenMP threads. Supports every
-// op and every dtype combination the builders accept.
+// op and every dtype combination the builders accept. set_precision(FAST) trades exactness for
+// speed: int8 activations for Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights, vector sums in attention.
 #pragma once
 
 #include <memory>

@@ -10,6 +10,8 @@
 #include "dot_tiles.h"
 #include "matmul.h"
 #include "quants/dequant_tiles.h"
+#include "quants/int8_dot.h"
+#include "quants/int8_legacy.h"
 
 namespace gl::cpu {
 namespace {
@@ -54,19 +56,58 @@ constexpr CpuTypeKernels kernels_of(DType t) {
   return {};
 }
 
+// A type with FAST rows: its exact row with the int8 dot product and activation quantizer.
+template <class K>
+constexpr CpuTypeKernels int8_kernels(DType t) {
+  CpuTypeKernels k = kernels_of(t);
+  k.dot_rows = &K::dot_rows;
+  k.quantize_act = &K::quantize_act;
+  k.act_row_bytes = &K::act_row_bytes;
+  return k;
+}
+
+// Precision::FAST: int8 activations where the type has them, else the exact row.
+constexpr CpuTypeKernels fast_kernels_of(DType t) {
+  switch (t) {
+    case DType::Q4_0: return int8_kernels<LegacyInt8<UnpackQ4_0>>(t);
+    case DType::Q8_0: return int8_kernels<LegacyInt8<UnpackQ8_0>>(t);
+    case DType::Q4_K: return int8_kernels<KQuantInt8<LevelsQ4_K>>(t);
+    case DType::Q5_K: return int8_kernels<KQuantInt8<LevelsQ5_K>>(t);
+    case DType::Q6_K: return int8_kernels<KQuantInt8<LevelsQ6_K>>(t);
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::I32:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+    case DType::MXFP4: return kernels_of(t);
+  }
+  return kernels_of(t);
+}
+
+template <bool Fast>
 constexpr std::array<CpuTypeKernels, kDTypeCount> make_table() {
   std::array<CpuTypeKernels, kDTypeCount> t{};
-  for (int i = 0; i < kDTypeCount; ++i) t[static_cast<size_t>(i)] = kernels_of(static_cast<DType>(i));
+  for (int i = 0; i < kDTypeCount; ++i)
+    t[static_cast<size_t>(i)] = Fast ? fast_kernels_of(static_cast<DType>(i)) : kernels_of(static_cast<DType>(i));
   return t;
 }
 
-constexpr std::array<CpuTypeKernels, kDTypeCount> kKernels = make_table();
+constexpr std::array<CpuTypeKernels, kDTypeCount> kKernels = make_table<false>();
+constexpr std::array<CpuTypeKernels, kDTypeCount> kFastKernels = make_table<true>();
 
 }  // namespace
 
 DotTileShape dot_tile_shape() { return {kBlockW, kBlockX}; }
 
-const CpuTypeKernels& cpu_type_kernels(DType t) { return kKernels[static_cast<size_t>(t)]; }
+const CpuTypeKernels& cpu_type_kernels(DType t, Precision p) {
+  return (p == Precision::FAST ? kFastKernels : kKernels)[static_cast<size_t>(t)];
+}
 
 bool supports_node(const Tensor& node) {
   if (node.op != Op::MUL_MAT && node.op != Op::MUL_MAT_ID) return true;

@@ -5,18 +5,22 @@
 // arena memory. Entries switch on dst.op where one family covers several ops.
 #pragma once
 
+#include "ggml-lite/backend.h"
 #include "ggml-lite/tensor.h"
 
 namespace gl::cpu {
 
-void binary(Tensor& dst);            // ADD, SUB, MUL, DIV (broadcasting)
-void unary(Tensor& dst);             // SCALE, SILU, SIGMOID, SOFTPLUS, EXP
-void swiglu(Tensor& dst);            // SWIGLU
-void norm(Tensor& dst);              // RMS_NORM, L2_NORM
-void mul_mat(Tensor& dst);           // MUL_MAT
-void mul_mat_id(Tensor& dst);        // MUL_MAT_ID
-void softmax(Tensor& dst);           // SOFTMAX
-void flash_attn(Tensor& dst);        // FLASH_ATTN
+void binary(Tensor& dst);  // ADD, SUB, MUL, DIV (broadcasting)
+void unary(Tensor& dst);   // SCALE, SILU, SIGMOID, SOFTPLUS, EXP
+void swiglu(Tensor& dst);  // SWIGLU
+void norm(Tensor& dst);    // RMS_NORM, L2_NORM
+// MUL_MAT, MUL_MAT_ID. FAST: weights with an int8 kernel (dtype_kernels.h) multiply activation
+// rows quantized to int8 blocks; other weights, and EXACT, take the exact path.
+void mul_mat(Tensor& dst, Precision precision = Precision::EXACT);
+void mul_mat_id(Tensor& dst, Precision precision = Precision::EXACT);
+void softmax(Tensor& dst);  // SOFTMAX
+// FLASH_ATTN. FAST: vector dot products and weighted sums over dense F32 rows (other layouts exact).
+void flash_attn(Tensor& dst, Precision precision = Precision::EXACT);
 void rope(Tensor& dst);              // ROPE
 void get_rows(Tensor& dst);          // GET_ROWS
 void set_rows(Tensor& dst);          // SET_ROWS

@@ -9,8 +9,8 @@
 // rows (decode, MTP verify) read the weight rows in place and convert them in
 // registers instead, which saves a pass over the weights. Which conversion and
 // dot product a weight type uses, and in what type it wants the activations, is
-// looked up in dtype_kernels.h; a type whose activations are not F32 (a K-quant
-// reading quantized activations) always reads its weights in place.
+// looked up in dtype_kernels.h; a type whose activations are not F32 (Precision::FAST:
+// int8 blocks, each row quantized on its own) always reads its weights in place.
 // The *_reference functions are the plain loops the fast path is tested against.
 #include <fmt/format.h>
 
@@ -28,6 +28,9 @@ namespace gl::cpu {
 namespace {
 
 constexpr int64_t kMaxTileRows = 16;
+// Int8 (FAST) jobs read their weight rows in place and have no scratch to fit: larger tiles halve
+// the scheduling per row of a decode GEMV.
+constexpr int64_t kInt8TileRows = 64;
 constexpr int64_t kTileBytes = 256 * 1024;   // converted weight tile, kept in L2
 constexpr int64_t kBlockBytes = 512 * 1024;  // activation rows of one block
 constexpr int64_t kMaxBlockRows = 64;
@@ -48,22 +51,26 @@ struct Block {
   int64_t begin, end;
 };
 
-// Row r of x as act_type at dst: F32 rows are loaded directly, others through float.
-void convert_activation(const Tensor& x, int64_t r, DType act, char* dst) {
+bool quantizes_act(const CpuTypeKernels& kern) { return kern.quantize_act != nullptr; }
+
+// Row r of x as the kernels' activations at dst: F32 rows are loaded directly, others through float.
+void convert_activation(const Tensor& x, int64_t r, const CpuTypeKernels& kern, char* dst) {
   int64_t i1, i2, i3;
   unravel_row(x, r, i1, i2, i3);
-  if (act == DType::F32) return load_row(x, i1, i2, i3, reinterpret_cast<float*>(dst));
+  const DType act = kern.act_type;
+  if (!quantizes_act(kern) && act == DType::F32) return load_row(x, i1, i2, i3, reinterpret_cast<float*>(dst));
   std::vector<float> row(static_cast<size_t>(x.ne[0]));
   load_row(x, i1, i2, i3, row.data());
+  if (quantizes_act(kern)) return kern.quantize_act(row.data(), dst, x.ne[0]);
   from_float(act, row.data(), dst, x.ne[0]);
 }
 
-// Rows of x in (i3, i2, i1) order as act_type rows, converting when needed.
-std::vector<const void*> activation_rows(const Tensor& x, DType act, std::vector<char>& storage) {
+// Rows of x in (i3, i2, i1) order as the kernels' activation rows, converting when needed.
+std::vector<const void*> activation_rows(const Tensor& x, const CpuTypeKernels& kern, std::vector<char>& storage) {
   const int64_t n = nrows(x), k = x.ne[0];
   std::vector<const void*> rows(static_cast<size_t>(n));
-  const bool in_place = act == DType::F32 && is_f32_rows(x);
-  const auto rb = static_cast<int64_t>(row_bytes(act, k));
+  const bool in_place = !quantizes_act(kern) && kern.act_type == DType::F32 && is_f32_rows(x);
+  const auto rb = quantizes_act(kern) ? kern.act_row_bytes(k) : static_cast<int64_t>(row_bytes(kern.act_type, k));
   if (!in_place) storage.resize(static_cast<size_t>(n * rb));
 #pragma omp parallel for schedule(static) if (!in_place && n * k >= kParallelMinElems)
   for (int64_t r = 0; r < n; ++r) {
@@ -72,7 +79,7 @@ std::vector<const void*> activation_rows(const Tensor& x, DType act, std::vector
       unravel_row(x, r, i1, i2, i3);
       rows[r] = elem_ptr(x, 0, i1, i2, i3);
     } else {
-      convert_activation(x, r, act, storage.data() + r * rb);
+      convert_activation(x, r, kern, storage.data() + r * rb);
       rows[r] = storage.data() + r * rb;
     }
   }
@@ -99,8 +106,8 @@ bool rows_dense(const Tensor& w) { return w.nb[0] == dtype_traits(w.type).block_
 
 // Blocks this small read dense weight rows in place (converting in registers) instead of
 // converting each row once into scratch. Activations that are not F32 leave no choice.
-bool reads_in_place(const Tensor& w, int64_t block_rows) {
-  if (cpu_type_kernels(w.type).act_type != DType::F32) {
+bool reads_in_place(const Tensor& w, const CpuTypeKernels& kern, int64_t block_rows) {
+  if (quantizes_act(kern) || kern.act_type != DType::F32) {
     GL_ASSERT(rows_dense(w), "[mul_mat] weights with quantized activations need dense rows");
     return true;
   }
@@ -109,13 +116,13 @@ bool reads_in_place(const Tensor& w, int64_t block_rows) {
 }
 
 // Weight rows n0 .. n0+nw-1 of matrix (b.i2, b.i3) times the activation rows of block b.
-void run_job(const Tensor& w, const Block& b, int64_t n0, int nw, float* scratch, const RowSet& rs) {
+void run_job(const Tensor& w, const CpuTypeKernels& kern, const Block& b, int64_t n0, int nw, float* scratch,
+             const RowSet& rs) {
   const int64_t k = w.ne[0], nx = b.end - b.begin;
   const void* const* x = rs.x.data() + b.begin;
   float* const* out = rs.out.data() + b.begin;
-  const CpuTypeKernels& kern = cpu_type_kernels(w.type);
-  const void* rows[kMaxTileRows];
-  if (reads_in_place(w, nx)) {
+  const void* rows[std::max(kMaxTileRows, kInt8TileRows)];
+  if (reads_in_place(w, kern, nx)) {
     for (int i = 0; i < nw; ++i) rows[i] = elem_ptr(w, 0, n0 + i, b.i2, b.i3);
     kern.dot_rows(rows, nw, x, nx, k, out, n0);
     return;
@@ -134,15 +141,15 @@ void run_job(const Tensor& w, const Block& b, int64_t n0, int nw, float* scratch
 }
 
 // Every (block, weight tile) job; threads take consecutive tiles of the same block.
-void run_blocks(const Tensor& w, const std::vector<Block>& blocks, const RowSet& rs) {
+void run_blocks(const Tensor& w, const CpuTypeKernels& kern, const std::vector<Block>& blocks, const RowSet& rs) {
   const int64_t k = w.ne[0], n = w.ne[1];
-  const int64_t tile = tile_rows(k);
+  const int64_t tile = quantizes_act(kern) ? kInt8TileRows : tile_rows(k);
   const int64_t tiles = (n + tile - 1) / tile;
   const int64_t jobs = static_cast<int64_t>(blocks.size()) * tiles;
   bool needs_scratch = false;
   int64_t macs = 0;
   for (const Block& b : blocks) {
-    needs_scratch = needs_scratch || !reads_in_place(w, b.end - b.begin);
+    needs_scratch = needs_scratch || !reads_in_place(w, kern, b.end - b.begin);
     macs += (b.end - b.begin) * n * k;
   }
 #pragma omp parallel if (jobs > 1 && macs >= kParallelMinMacs)
@@ -151,8 +158,8 @@ void run_blocks(const Tensor& w, const std::vector<Block>& blocks, const RowSet&
 #pragma omp for schedule(dynamic)
     for (int64_t job = 0; job < jobs; ++job) {
       const int64_t n0 = job % tiles * tile;
-      run_job(w, blocks[static_cast<size_t>(job / tiles)], n0, static_cast<int>(std::min(tile, n - n0)), scratch.data(),
-              rs);
+      run_job(w, kern, blocks[static_cast<size_t>(job / tiles)], n0, static_cast<int>(std::min(tile, n - n0)),
+              scratch.data(), rs);
     }
   }
 }
@@ -171,15 +178,16 @@ int64_t expert_id(const Tensor& ids, int64_t u, int64_t t, int64_t n_experts) {
 
 }  // namespace
 
-void mul_mat(Tensor& dst) {
+void mul_mat(Tensor& dst, Precision precision) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   GL_ASSERT(dst.type == DType::F32 && dst.nb[0] == sizeof(float), "[mul_mat] dst must be F32 with dense rows");
   const int64_t m = x.ne[1], b2 = x.ne[2], b3 = x.ne[3];
   const int64_t r2 = b2 / w.ne[2], r3 = b3 / w.ne[3];
-  GL_ASSERT(cpu_type_kernels(w.type).dot_rows, "[mul_mat] no CPU dot product for this weight type");
+  const CpuTypeKernels& kern = cpu_type_kernels(w.type, precision);
+  GL_ASSERT(kern.dot_rows, "[mul_mat] no CPU dot product for this weight type");
   RowSet rs;
-  rs.x = activation_rows(x, cpu_type_kernels(w.type).act_type, rs.storage);
+  rs.x = activation_rows(x, kern, rs.storage);
   rs.out.resize(rs.x.size());
   for (int64_t r = 0; r < nrows(x); ++r) rs.out[r] = out_row(dst, r % m, r / m % b2, r / (m * b2));
   // x rows are in (i3, i2, i1) order, so the r2 batches sharing a weight matrix are adjacent.
@@ -190,18 +198,19 @@ void mul_mat(Tensor& dst) {
       const int64_t begin = (i3 * b2 + w2 * r2) * m;
       add_blocks(blocks, w2, i3 / r3, begin, begin + r2 * m, max_rows);
     }
-  run_blocks(w, blocks, rs);
+  run_blocks(w, kern, blocks, rs);
 }
 
-void mul_mat_id(Tensor& dst) {
+void mul_mat_id(Tensor& dst, Precision precision) {
   const Tensor& experts = *dst.src[0];
   const Tensor& x = *dst.src[1];
   const Tensor& ids = *dst.src[2];
   GL_ASSERT(dst.type == DType::F32 && dst.nb[0] == sizeof(float), "[mul_mat_id] dst must be F32 with dense rows");
   const int64_t n_experts = experts.ne[2], n_used = ids.ne[0], n_tokens = ids.ne[1], x1 = x.ne[1];
-  GL_ASSERT(cpu_type_kernels(experts.type).dot_rows, "[mul_mat_id] no CPU dot product for this weight type");
+  const CpuTypeKernels& kern = cpu_type_kernels(experts.type, precision);
+  GL_ASSERT(kern.dot_rows, "[mul_mat_id] no CPU dot product for this weight type");
   std::vector<char> storage;
-  const std::vector<const void*> xrows = activation_rows(x, cpu_type_kernels(experts.type).act_type, storage);
+  const std::vector<const void*> xrows = activation_rows(x, kern, storage);
   // Counting sort of the (u, t) slots by expert, so each expert's rows are converted once.
   std::vector<int64_t> count(static_cast<size_t>(n_experts) + 1, 0);
   for (int64_t t = 0; t < n_tokens; ++t)
@@ -220,7 +229,7 @@ void mul_mat_id(Tensor& dst) {
   std::vector<Block> blocks;
   const int64_t max_rows = block_rows(x.ne[0]);
   for (int64_t e = 0; e < n_experts; ++e) add_blocks(blocks, e, 0, count[e], count[e + 1], max_rows);
-  run_blocks(experts, blocks, rs);
+  run_blocks(experts, kern, blocks, rs);
 }
 
 void mul_mat_reference(Tensor& dst) {

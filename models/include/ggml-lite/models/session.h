@@ -42,7 +42,7 @@ struct RunConfig {
   // the speculative loop at its ceiling. The output is NOT the model's.
   bool force_accept = false;
   // Applied to the backend when the session is made (Backend::set_precision): EXACT is the
-  // CUDA two-GEMM path, FAST one rounded GEMM. The CPU is always exact.
+  // CUDA two-GEMM path, FAST one rounded GEMM (CPU: int8 activations for quantized weights).
   Precision precision = Precision::EXACT;
 };
 
