@@ -286,6 +286,9 @@ struct IdRows {
 // [N, M] product (mul_mat_chain: sigmoid, softplus gates, swiglu), element (n, m) by its writer.
 struct NoEpilogue {};
 
+template <DType WT>
+constexpr int kChunkUnroll = is_weight_only_quant(WT) ? 1 : 2;
+
 template <DType WT, int M, int R, class Rows, class Epi>
 __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Rows rows, Epi epi) {
   using C = WChunk<WT>;
@@ -331,7 +334,9 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, XDesc x, Row
 #pragma unroll
       for (int i = 0; i < M; ++i) acc[r][i] = 0.0f;
 
-#pragma unroll 2
+        // Two chunks in flight per thread for the plain types; one for the weight-only quantized
+        // types, whose 32-element chunks carry enough loads (and registers) on their own.
+#pragma unroll(kChunkUnroll <WT>)
     for (int64_t c = tid; c < n_chunks; c += blockDim.x) {
       typename C::Chunk wc[R];
 #pragma unroll
@@ -403,15 +408,14 @@ void launch(const Ctx& ctx, const WDesc& w, const XDesc& x, const Rows& rows, co
   // BF16 forced spec: 4 rows for M >= 2 gave spec 3 351 vs 326 tok/s (verify 1.59x vs 1.73x a
   // decode step) and spec 1 258 vs 244; 2 rows for M = 4 gave 323.
   constexpr int R = M >= 2 ? kRowsPerBlock / 2 : kRowsPerBlock;
-  // The weight-only quantized types: the rows their traits ask for (kGemvRows) at one activation
-  // row, else one. Their chunks hold about twice the registers of a plain type's. Measured, 9B
-  // Q4_K_M, a verify of 4 rows against a decode step: 1.9x at one weight row per block and 2.5x at
-  // two on the H100 (ncu at 8 rows and two: 168-226 registers, local-memory spills); 3.7x on the
-  // H200 at one row without the two-chunk unroll below. (Only the row counts used are
-  // instantiated: the other branch is discarded.)
+  // The weight-only quantized types: the rows their traits ask for (kGemvRows), else one, at
+  // every activation row count: each activation load then feeds that many weight rows. Measured
+  // on the H200, 9B Q4_K_M, a verify of 4 rows against a decode step: 3.5x at one weight row per
+  // block (the activation reads through L1 outweigh the weights 28 to 1), 2.5x at two on the H100.
+  // (Only the row counts used are instantiated: the other branch is discarded.)
   if constexpr (is_weight_only_quant(WT)) {
     constexpr int kQ = gemv_rows_of<WT>();
-    constexpr int RQ = M >= 2 ? 1 : kQ;
+    constexpr int RQ = kQ;
     if constexpr (RQ > 1)
       if (ceil_div<int64_t>(w.n, RQ) * rows.count() >= kFewBlocks) return launch_rows<WT, M, RQ>(ctx, w, x, rows, epi);
     launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
