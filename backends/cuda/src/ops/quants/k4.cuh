@@ -74,9 +74,8 @@ struct KBlock4 {
   // instead of 6 per 16 (measured: 9B Q4_K_M GEMVs at 12-20% of the copy bandwidth before).
   static constexpr int kChunk = 32;
   static constexpr int kRuns = 2;
-  static constexpr int kGemvRows = 4;
-  static constexpr bool kChunkValues = true;  // chunk_values() below (the cuBLAS tiles, matmul.cu)  // weight rows per
-                                              // block at one activation row (matmul_gemv.cu)
+  static constexpr int kGemvRows = 4;         // weight rows per GEMV block (matmul_gemv.cu)
+  static constexpr bool kChunkValues = true;  // chunk_values() below (the cuBLAS tiles, matmul.cu)
   __device__ static int64_t run_start(int64_t c, int r) {
     const int p = static_cast<int>(c & 7);
     return (c >> 3) * kBlock + 64 * (p >> 1) + 16 * (p & 1) + 32 * r;

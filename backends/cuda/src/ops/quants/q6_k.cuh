@@ -57,9 +57,8 @@ struct QuantTraits<DType::Q6_K> {
   // 210 bytes (2-byte aligned): the 8-byte groups are read as aligned words and funnel-shifted.
   static constexpr int kChunk = 32;
   static constexpr int kRuns = 4;
-  static constexpr int kGemvRows = 4;
-  static constexpr bool kChunkValues = true;  // chunk_values() below (the cuBLAS tiles, matmul.cu)  // weight rows per
-                                              // block at one activation row (matmul_gemv.cu)
+  static constexpr int kGemvRows = 4;         // weight rows per GEMV block (matmul_gemv.cu)
+  static constexpr bool kChunkValues = true;  // chunk_values() below (the cuBLAS tiles, matmul.cu)
   __device__ static int64_t run_start(int64_t c, int r) {
     const int p = static_cast<int>(c & 7);
     return (c >> 3) * kBlock + 128 * (p >> 2) + 32 * r + 8 * (p & 3);
