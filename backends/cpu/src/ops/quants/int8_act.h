@@ -129,5 +129,29 @@ inline FAcc facc_zero() { return 0.0f; }
 inline float facc_sum(FAcc a) { return a; }
 #endif
 
+// The row loop every int8 kernel shares (CRTP): groups of up to kGroup activation rows go over each
+// weight row (in cache after the first group); Impl::group<RX>(w, nb, x, out, col) does one group
+// of RX rows, whose activation rows are blocks of kElems elements.
+template <class Impl, class Block, int64_t kElems>
+struct Int8RowGroups {
+  template <int RX>
+  static void group_n(int nx, const Block* w, int64_t nb, const void* const* x, float* const* out, int64_t col) {
+    if constexpr (RX > 1) {
+      if (nx < RX) return group_n<RX - 1>(nx, w, nb, x, out, col);
+    }
+    Impl::template group<RX>(w, nb, x, out, col);
+  }
+
+  // The DotRowsFn of dtype_kernels.h (x rows are Impl::quantize_act blocks).
+  static void dot_rows(const void* const* w, int nw, const void* const* x, int64_t nx, int64_t k, float* const* out,
+                       int64_t out_off) {
+    const int64_t nb = k / kElems;
+    for (int64_t j0 = 0; j0 < nx; j0 += kGroup)
+      for (int i = 0; i < nw; ++i)
+        group_n<kGroup>(static_cast<int>(std::min<int64_t>(kGroup, nx - j0)), static_cast<const Block*>(w[i]), nb,
+                        x + j0, out + j0, out_off + i);
+  }
+};
+
 }  // namespace
 }  // namespace gl::cpu

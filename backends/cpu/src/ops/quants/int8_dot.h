@@ -79,7 +79,7 @@ inline KLevels k_levels(const typename L::Block& b) {
 #endif
 
 template <class L>
-struct KQuantInt8 {
+struct KQuantInt8 : Int8RowGroups<KQuantInt8<L>, typename L::Block, kActKBlock> {
   using Block = typename L::Block;
 
   static int64_t act_row_bytes(int64_t k) { return k / kActKBlock * static_cast<int64_t>(sizeof(ActQ8K)); }
@@ -97,25 +97,6 @@ struct KQuantInt8 {
       k_block_dot<RX>(k_levels<L>(w[b]), xb, acc);
     }
     for (int j = 0; j < RX; ++j) out[j][col] = facc_sum(acc[j]);
-  }
-
-  template <int RX>
-  static void group_n(int nx, const Block* w, int64_t nb, const void* const* x, float* const* out, int64_t col) {
-    if constexpr (RX > 1) {
-      if (nx < RX) return group_n<RX - 1>(nx, w, nb, x, out, col);
-    }
-    group<RX>(w, nb, x, out, col);
-  }
-
-  // The DotRowsFn of dtype_kernels.h (x rows are quantize_act blocks). Groups of activation rows
-  // go over the weight rows (a tile, in cache after the first group).
-  static void dot_rows(const void* const* w, int nw, const void* const* x, int64_t nx, int64_t k, float* const* out,
-                       int64_t out_off) {
-    const int64_t nb = k / kActKBlock;
-    for (int64_t j0 = 0; j0 < nx; j0 += kGroup)
-      for (int i = 0; i < nw; ++i)
-        group_n<kGroup>(static_cast<int>(std::min<int64_t>(kGroup, nx - j0)), static_cast<const Block*>(w[i]), nb,
-                        x + j0, out + j0, out_off + i);
   }
 };
 

@@ -95,7 +95,7 @@ inline FAcc legacy_block_dot(const Levels32& l, const ActQ8_32& x, FAcc acc) {
 }
 
 template <class U>
-struct LegacyInt8 {
+struct LegacyInt8 : Int8RowGroups<LegacyInt8<U>, typename U::Block, kActBlock> {
   using Block = typename U::Block;
 
   static int64_t act_row_bytes(int64_t k) { return k / kActBlock * static_cast<int64_t>(sizeof(ActQ8_32)); }
@@ -115,24 +115,6 @@ struct LegacyInt8 {
       for (int j = 0; j < RX; ++j) acc[j] = legacy_block_dot<U>(l, static_cast<const ActQ8_32*>(x[j])[b], acc[j]);
     }
     for (int j = 0; j < RX; ++j) out[j][col] = facc_sum(acc[j]);
-  }
-
-  template <int RX>
-  static void group_n(int nx, const Block* w, int64_t nb, const void* const* x, float* const* out, int64_t col) {
-    if constexpr (RX > 1) {
-      if (nx < RX) return group_n<RX - 1>(nx, w, nb, x, out, col);
-    }
-    group<RX>(w, nb, x, out, col);
-  }
-
-  // The DotRowsFn of dtype_kernels.h (x rows are quantize_act blocks).
-  static void dot_rows(const void* const* w, int nw, const void* const* x, int64_t nx, int64_t k, float* const* out,
-                       int64_t out_off) {
-    const int64_t nb = k / kActBlock;
-    for (int64_t j0 = 0; j0 < nx; j0 += kGroup)
-      for (int i = 0; i < nw; ++i)
-        group_n<kGroup>(static_cast<int>(std::min<int64_t>(kGroup, nx - j0)), static_cast<const Block*>(w[i]), nb,
-                        x + j0, out + j0, out_off + i);
   }
 };
 
