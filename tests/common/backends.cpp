@@ -25,6 +25,11 @@ std::unique_ptr<Backend> make_test_backend(std::string_view name) {
   }
 #ifdef GL_HAVE_CUDA
   if (name == "cuda" && cuda::device_count() > 0) return cuda::make_backend();
+  if (name == "cuda-fast" && cuda::device_count() > 0) {
+    std::unique_ptr<Backend> be = cuda::make_backend();
+    be->set_precision(Precision::FAST);
+    return be;
+  }
 #endif
   return nullptr;
 }

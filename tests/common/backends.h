@@ -27,8 +27,8 @@ struct NamedBackend {
 std::vector<NamedBackend> compiled_backends();
 // Their names, without creating them (for test-name generation).
 std::vector<std::string> compiled_backend_names();
-// A fresh backend by name; nullptr for a name not compiled in. "cpu-fast" is the CPU backend under
-// Precision::FAST (the op tests run the matrix products on it too).
+// A fresh backend by name; nullptr for a name not compiled in. "cpu-fast" and "cuda-fast" are the
+// CPU and CUDA backends under Precision::FAST (the op tests run the matrix products on them too).
 std::unique_ptr<Backend> make_test_backend(std::string_view name);
 
 }  // namespace gl::test

@@ -23,16 +23,21 @@ struct OpsParam {
 
 void PrintTo(const OpsParam& p, std::ostream* os) { *os << p.c.name << " on " << p.backend; }
 
-// Every case on every compiled backend, and the ops with a FAST path once more on the CPU under
-// Precision::FAST (matrix products: int8 activations for quantized weights; fused attention:
-// vector sums in another order, within the same f32 bounds; the other ops have one path).
+// Every case on every compiled backend, and the ops with a FAST path once more under
+// Precision::FAST: on the CPU (matrix products: int8 activations for quantized weights; fused
+// attention: vector sums in another order, within the same f32 bounds) and on CUDA (matrix
+// products of more than 8 rows: one 16-bit GEMM, OpCase::kDeviceFastNmse). Other ops have one path.
 std::vector<OpsParam> all_params() {
   std::vector<OpsParam> ps;
-  for (const std::string& b : compiled_backend_names())
+  const std::vector<std::string> names = compiled_backend_names();
+  for (const std::string& b : names)
     for (OpCase& c : all_cases()) ps.push_back({std::move(c), b});
   for (OpCase& c : all_cases())
     if (c.op == Op::MUL_MAT || c.op == Op::MUL_MAT_ID || c.op == Op::FLASH_ATTN)
       ps.push_back({std::move(c), "cpu-fast"});
+  if (std::find(names.begin(), names.end(), "cuda") != names.end())
+    for (OpCase& c : all_cases())
+      if (c.op == Op::MUL_MAT || c.op == Op::MUL_MAT_ID) ps.push_back({std::move(c), "cuda-fast"});
   return ps;
 }
 
