@@ -201,88 +201,70 @@ TEST_P(LlamaQuantsTest, LogitsMatchTheExactMath) {
   }
 }
 
-// (d) The CPU under Precision::FAST (Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights multiply activations
-// quantized to int8 per block; other types stay exact) against the exact logits, next to
-// llama.cpp's own error on the same file. Bound: kFastVsLlamaBound (see its comment).
-TEST_P(LlamaQuantsTest, FastLogitsOnTheCpu) {
+// (d) Every backend under Precision::FAST (the CPU: Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights multiply
+// activations quantized to int8 per block; CUDA: its Q4_K, Q5_K and Q6_K GEMV rows the same, and
+// prefill GEMMs on activations rounded to F16/BF16) against the exact logits, next to llama.cpp's
+// own error on the same file. Bound: kFastVsLlamaBound (see its comment).
+TEST_P(LlamaQuantsTest, FastLogits) {
   const std::vector<int32_t> prompt = read_bin<int32_t>(dir_ / "prompt_ids.bin");
   ASSERT_FALSE(prompt.empty());
   const std::vector<float> exact = read_bin<float>(path(".exact_logits.bin"));
   const std::vector<float> llama = read_bin<float>(path(".llama_logits.bin"));
   const double llama_err = llama.size() == exact.size() ? rel_error(llama, exact) : -1.0;
+  ASSERT_GT(llama_err, 0.0);
   std::vector<int32_t> rows(prompt.size());
   std::iota(rows.begin(), rows.end(), 0);
-  auto cpu = cpu::make_backend({.n_threads = 2});
-  cpu->set_precision(Precision::FAST);
-  auto model = qwen35::Model::load(path(".gguf").string(), *cpu);
-  ASSERT_TRUE(model.ok()) << model.error();
-  qwen35::Runner r(**model, *cpu, 64, 32);
-  Result<std::vector<float>> logits = r.eval(prompt, rows);
-  ASSERT_TRUE(logits.ok()) << logits.error();
-  ASSERT_EQ(logits->size(), exact.size());
-  const double err = rel_error(*logits, exact);
-  RecordProperty("cpu_fast_rel_error", std::to_string(err));
-  std::cout << "[ metric   ] cpu fast " << GetParam() << ": max|a-b|/max|b| = " << err
-            << " (llama.cpp on the quantized file: " << llama_err << ")\n";
-  ASSERT_GT(llama_err, 0.0);
-  EXPECT_LT(err, kFastVsLlamaBound * llama_err);
+  for (NamedBackend& nb : compiled_backends()) {
+    SCOPED_TRACE(nb.name);
+    nb.backend->set_precision(Precision::FAST);
+    auto model = qwen35::Model::load(path(".gguf").string(), *nb.backend);
+    ASSERT_TRUE(model.ok()) << model.error();
+    qwen35::Runner r(**model, *nb.backend, 64, 32);
+    Result<std::vector<float>> logits = r.eval(prompt, rows);
+    ASSERT_TRUE(logits.ok()) << logits.error();
+    ASSERT_EQ(logits->size(), exact.size());
+    const double err = rel_error(*logits, exact);
+    RecordProperty(nb.name + "_fast_rel_error", std::to_string(err));
+    std::cout << "[ metric   ] " << nb.name << " fast " << GetParam() << ": max|a-b|/max|b| = " << err
+              << " (llama.cpp on the quantized file: " << llama_err << ")\n";
+    EXPECT_LT(err, kFastVsLlamaBound * llama_err);
+  }
+}
+
+// 32 greedy tokens after prompt, drafting k tokens a round with the MTP head (k = 0: off).
+std::vector<int32_t> greedy(const qwen35::Model& model, Backend& backend, const std::vector<int32_t>& prompt, int k,
+                            Precision precision) {
+  std::vector<int32_t> out;
+  auto s = qwen35::Session::create(model, backend,
+                                   {.n_ctx = 128, .n_batch = 32, .mtp_k = k, .kv_bucket = 32, .precision = precision});
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
+  if (!s.ok() || !(*s)->prefill(prompt).ok()) return out;
+  for (int i = 0; i < 32; ++i) {
+    auto t = (*s)->next();
+    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error());
+    if (!t.ok()) break;
+    out.push_back(*t);
+  }
+  return out;
 }
 
 // (c) Greedy decoding with the MTP head drafting K = 1..3 tokens gives the tokens of plain greedy
-// decoding, on each backend, and on the CPU under Precision::FAST too (its int8 activation rows
-// are quantized one by one, so a verify of K + 1 rows repeats the K + 1 decode steps bit for bit).
+// decoding, on each backend and at both precisions (under FAST the int8 activation rows are
+// quantized one by one, so a verify of K + 1 rows repeats the K + 1 decode steps bit for bit).
 TEST_P(LlamaQuantsTest, GreedyMtpParity) {
   const std::vector<int32_t> prompt = read_bin<int32_t>(dir_ / "prompt_ids.bin");
   ASSERT_FALSE(prompt.empty());
   for (NamedBackend& nb : compiled_backends()) {
-    SCOPED_TRACE(nb.name);
     auto model = qwen35::Model::load(path(".gguf").string(), *nb.backend);
     ASSERT_TRUE(model.ok()) << model.error();
     if (!(*model)->has_mtp()) GTEST_SKIP() << GetParam() << " has no MTP layer";
-    auto generate = [&](int k) {
-      std::vector<int32_t> out;
-      auto s =
-          qwen35::Session::create(**model, *nb.backend, {.n_ctx = 128, .n_batch = 32, .mtp_k = k, .kv_bucket = 32});
-      EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
-      if (!s.ok() || !(*s)->prefill(prompt).ok()) return out;
-      for (int i = 0; i < 32; ++i) {
-        auto t = (*s)->next();
-        EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error());
-        if (!t.ok()) break;
-        out.push_back(*t);
-      }
-      return out;
-    };
-    const std::vector<int32_t> plain = generate(0);
-    ASSERT_EQ(plain.size(), 32u);
-    for (int k = 1; k <= 3; ++k) EXPECT_EQ(generate(k), plain) << "K = " << k;
-  }
-}
-
-TEST_P(LlamaQuantsTest, GreedyMtpParityUnderFast) {
-  const std::vector<int32_t> prompt = read_bin<int32_t>(dir_ / "prompt_ids.bin");
-  ASSERT_FALSE(prompt.empty());
-  auto cpu = cpu::make_backend({.n_threads = 2});
-  auto model = qwen35::Model::load(path(".gguf").string(), *cpu);
-  ASSERT_TRUE(model.ok()) << model.error();
-  if (!(*model)->has_mtp()) GTEST_SKIP() << GetParam() << " has no MTP layer";
-  auto generate = [&](int k) {
-    std::vector<int32_t> out;
-    auto s = qwen35::Session::create(
-        **model, *cpu, {.n_ctx = 128, .n_batch = 32, .mtp_k = k, .kv_bucket = 32, .precision = Precision::FAST});
-    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
-    if (!s.ok() || !(*s)->prefill(prompt).ok()) return out;
-    for (int i = 0; i < 32; ++i) {
-      auto t = (*s)->next();
-      EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error());
-      if (!t.ok()) break;
-      out.push_back(*t);
+    for (Precision p : {Precision::EXACT, Precision::FAST}) {
+      SCOPED_TRACE(nb.name + (p == Precision::FAST ? " fast" : " exact"));
+      const std::vector<int32_t> plain = greedy(**model, *nb.backend, prompt, 0, p);
+      ASSERT_EQ(plain.size(), 32u);
+      for (int k = 1; k <= 3; ++k) EXPECT_EQ(greedy(**model, *nb.backend, prompt, k, p), plain) << "K = " << k;
     }
-    return out;
-  };
-  const std::vector<int32_t> plain = generate(0);
-  ASSERT_EQ(plain.size(), 32u);
-  for (int k = 1; k <= 3; ++k) EXPECT_EQ(generate(k), plain) << "K = " << k;
+  }
 }
 
 std::string file_test_name(const ::testing::TestParamInfo<std::string>& p) {

@@ -62,8 +62,9 @@ size_t flash_attn_workspace(const Tensor& dst);
 size_t gated_delta_rule_workspace(const Tensor& dst);  // the chunked form's, when gated_delta_rule picks it
 size_t gated_delta_rule_chunked_workspace(const Tensor& dst);
 size_t mul_mat_id_workspace(const Tensor& dst);
-size_t mul_mat_workspace(const Tensor& dst);  // the cuBLAS path's converted activations and weight tile
-size_t argmax_workspace(const Tensor& dst);   // per-segment partials of long rows
+size_t mul_mat_id_route_bytes(const Tensor& dst);  // the routing tables at the workspace's start
+size_t mul_mat_workspace(const Tensor& dst);       // the cuBLAS path's converted activations and weight tile
+size_t argmax_workspace(const Tensor& dst);        // per-segment partials of long rows
 
 // Per family: can the entry compute this node (dtypes, layouts)? Unsupported nodes run on the CPU.
 bool supports_flash_attn(const Tensor& node);

@@ -385,11 +385,13 @@ bool fits_int(const Tensor& t) {
 
 }  // namespace
 
-// The GEMV path (and mul_mat_chain, GEMV only) needs no scratch; the cuBLAS path needs its
+// The GEMV path (and mul_mat_chain, GEMV only) needs room for int8 activations (types with an int8
+// GEMV, used under Precision::FAST, reserved at either precision); the cuBLAS path needs its
 // conversion buffers.
 size_t mul_mat_workspace(const Tensor& dst) {
   const Tensor& x = *dst.src[1];
-  if (nelements(dst) == 0 || x.ne[1] <= mm::kGemvMaxRows) return 0;
+  if (nelements(dst) == 0) return 0;
+  if (x.ne[1] <= mm::kGemvMaxRows) return mm::q8_act_bytes(dst.src[0]->type, x);
   const CublasLayout l = cublas_layout(*dst.src[0], x);
   return l.x_bytes + l.w_bytes;
 }

@@ -122,7 +122,15 @@ int64_t route_words(const Tensor& dst) {
 
 }  // namespace
 
-size_t mul_mat_id_workspace(const Tensor& dst) { return static_cast<size_t>(route_words(dst)) * sizeof(int32_t); }
+size_t mul_mat_id_route_bytes(const Tensor& dst) {
+  return mm::ceil_div<size_t>(static_cast<size_t>(route_words(dst)) * sizeof(int32_t), 256) * 256;
+}
+
+// The routing tables, then room for the int8 activations of Precision::FAST (matmul_gemv_q8.cu).
+size_t mul_mat_id_workspace(const Tensor& dst) {
+  if (nelements(dst) == 0) return 0;
+  return mul_mat_id_route_bytes(dst) + mm::q8_act_bytes(dst.src[0]->type, *dst.src[1]);
+}
 
 void mul_mat_id(const Ctx& ctx, Tensor& dst) {
   const Tensor& experts = *dst.src[0];

@@ -104,4 +104,14 @@ void gemv_mul_mat_chain(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor
 void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,
                      const IdTiles* tiles);
 
+// matmul_gemv_q8.cu. Weight types whose GEMV multiplies int8 activations under Precision::FAST.
+bool q8_gemv_type(DType w);
+// Bytes of one quantized activation row of length k (k % 32 == 0): k int8 quants, then k / 32
+// float scales, padded to 16 bytes.
+int64_t q8_row_stride(int64_t k);
+// Workspace for x's rows quantized (0 when w's type has no int8 GEMV).
+size_t q8_act_bytes(DType w, const Tensor& x);
+// x's rows (i1 fastest, then i2, i3), each quantized on its own, into dst at q8_row_stride(k).
+void quantize_rows_q8(const Ctx& ctx, const Tensor& x, char* dst);
+
 }  // namespace gl::cuda::mm

@@ -150,6 +150,25 @@ struct KBlock4 {
     acc = fmaf(w.f[1].d, s1, acc);
     return fmaf(-w.f[1].m, x1, acc);
   }
+  // The same against int8 activations (matmul_gemv_q8.cu, Precision::FAST): xq holds run r's 16
+  // quants in words 4r .. 4r + 3 and dx[r] is the scale of the 32-element activation block that
+  // holds run r. Per run d dx sum(q xq) - m dx sum(xq), the integer sums exact (dp4a).
+  __device__ static float dot_q8(const Chunk& w, const int (&xq)[8], const float (&dx)[2], float acc) {
+    int s0 = 0, s1 = 0, z0 = 0, z1 = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      uint32_t lo, hi;
+      quants(w, i, lo, hi);
+      s0 = __dp4a(static_cast<int>(lo), xq[i], s0);
+      s1 = __dp4a(static_cast<int>(hi), xq[4 + i], s1);
+      z0 = __dp4a(0x01010101, xq[i], z0);
+      z1 = __dp4a(0x01010101, xq[4 + i], z1);
+    }
+    acc = fmaf(w.f[0].d * dx[0], qio::to_f(s0), acc);
+    acc = fmaf(-w.f[0].m * dx[0], qio::to_f(z0), acc);
+    acc = fmaf(w.f[1].d * dx[1], qio::to_f(s1), acc);
+    return fmaf(-w.f[1].m * dx[1], qio::to_f(z1), acc);
+  }
 };
 
 }  // namespace gl::cuda

@@ -118,6 +118,25 @@ struct QuantTraits<DType::Q6_K> {
     for (int k = 0; k < 4; ++k) acc = fmaf(w.d[k], fmaf(-32.0f, xs[k], s[k]), acc);
     return acc;
   }
+  // The same against int8 activations (matmul_gemv_q8.cu, Precision::FAST): run k's 8 quants in
+  // words 2k, 2k + 1 of xq, dx[k] the scale of the 32-element activation block that holds run k.
+  // Per run d_k dx_k (sum(q xq) - 32 sum(xq)), the integer part exact (dp4a).
+  __device__ static float dot_q8(const Chunk& w, const int (&xq)[8], const float (&dx)[4], float acc) {
+    int s[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      uint32_t q[4];
+      levels(w, i, q);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        s[k] = __dp4a(static_cast<int>(q[k]), xq[2 * k + i], s[k]);
+        s[k] = __dp4a(static_cast<int>(0xE0E0E0E0u), xq[2 * k + i], s[k]);  // bytes of -32
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc = fmaf(w.d[k] * dx[k], qio::to_f(s[k]), acc);
+    return acc;
+  }
 };
 
 }  // namespace gl::cuda
