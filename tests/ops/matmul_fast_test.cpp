@@ -1,14 +1,19 @@
-// matmul_fast_test.cpp - the CPU's Precision::FAST matrix products (int8 activations for Q4_0,
-// Q8_0, Q4_K, Q5_K, Q6_K weights): a product of several activation rows gives, bit for bit, the
-// results of one row at a time (what greedy MTP parity needs: a verify of K + 1 rows must
-// reproduce K + 1 decode steps), FAST really differs from EXACT for those types, and EXACT is
-// untouched by the switch. The error bounds are in the op harness (cases_matmul.cpp).
+// matmul_fast_test.cpp - matrix products of a few activation rows on every compiled backend at
+// both precisions: a product of 2..8 rows (9 on the CPU; CUDA sends more than 8 to cuBLAS, which
+// no verify reaches) gives, bit for bit, the results of one row at a time (what greedy MTP parity
+// needs: a verify of K + 1 rows must reproduce K + 1 decode steps). And the CPU's
+// Precision::FAST (int8 activations for Q4_0, Q8_0, Q4_K, Q5_K, Q6_K weights) really differs from
+// EXACT for those types, while EXACT is untouched by the switch. The error bounds are in the op
+// harness (cases_matmul.cpp).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "common/backends.h"
 #include "ggml-lite/context.h"
 #include "ggml-lite/cpu.h"
 #include "ggml-lite/executor.h"
@@ -18,6 +23,9 @@ namespace gl::test {
 namespace {
 
 constexpr DType kFastTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kAllWeightTypes[] = {DType::F32,  DType::F16,    DType::BF16,   DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                                     DType::Q5_0, DType::Q5_1,   DType::Q2_K,   DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                     DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
 
 std::vector<float> random_floats(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -27,9 +35,9 @@ std::vector<float> random_floats(int64_t n, uint32_t seed) {
   return v;
 }
 
-// w [k, n] (quantized to t) times x [k, m] on a 2-thread CPU backend at precision p.
-std::vector<float> product(DType t, const std::vector<char>& w, const std::vector<float>& x, int64_t k, int64_t n,
-                           int64_t m, Precision p) {
+// w [k, n] (quantized to t) times x [k, m] on the named test backend at precision p.
+std::vector<float> product(std::string_view backend, DType t, const std::vector<char>& w, const std::vector<float>& x,
+                           int64_t k, int64_t n, int64_t m, Precision p) {
   Context ctx;
   Tensor* wt = ctx.new_tensor(t, {k, n}, "w");
   Tensor* xt = ctx.new_tensor(DType::F32, {k, m}, "x");
@@ -37,7 +45,11 @@ std::vector<float> product(DType t, const std::vector<char>& w, const std::vecto
   xt->flags |= TENSOR_INPUT;
   Tensor* y = mul_mat(ctx, wt, xt);
   Graph g = Graph::build({y});
-  auto be = cpu::make_backend({.n_threads = 2});
+  std::unique_ptr<Backend> be = make_test_backend(backend);
+  if (!be) {
+    ADD_FAILURE() << "backend " << backend << " is not available";
+    return {};
+  }
   be->set_precision(p);
   Executor ex({be.get()});
   std::vector<float> out;
@@ -56,36 +68,68 @@ std::vector<float> product(DType t, const std::vector<char>& w, const std::vecto
   return out;
 }
 
-class MatmulFast : public ::testing::TestWithParam<DType> {
- protected:
-  // K = 512 (2 super-blocks, 16 legacy blocks); N = 97 (a short last tile); M = 9 rows (register
-  // groups of 4, 4 and 1), enough work for two threads where one row runs on one.
-  static constexpr int64_t kK = 512, kN = 97, kM = 9;
-  void SetUp() override {
-    const std::vector<float> wf = random_floats(kK * kN, 1);
-    w_.resize(row_bytes(GetParam(), kK) * kN);
-    from_float(GetParam(), wf.data(), w_.data(), kK * kN);
-    x_ = random_floats(kK * kM, 2);
-  }
-  std::vector<char> w_;
-  std::vector<float> x_;
+// Shapes of both tests: K = 512 (2 super-blocks, 16 legacy blocks); N = 97 (a short last tile).
+constexpr int64_t kK = 512, kN = 97;
+
+struct Operands {
+  std::vector<char> w;
+  std::vector<float> x;
 };
 
-TEST_P(MatmulFast, RowsGiveTheBitsOfOneRowAtATime) {
-  const std::vector<float> all = product(GetParam(), w_, x_, kK, kN, kM, Precision::FAST);
-  ASSERT_EQ(all.size(), static_cast<size_t>(kN * kM));
-  for (int64_t r = 0; r < kM; ++r) {
-    const std::vector<float> row(x_.begin() + r * kK, x_.begin() + (r + 1) * kK);
-    const std::vector<float> one = product(GetParam(), w_, row, kK, kN, 1, Precision::FAST);
-    ASSERT_EQ(one.size(), static_cast<size_t>(kN));
-    EXPECT_EQ(std::memcmp(one.data(), all.data() + r * kN, kN * sizeof(float)), 0) << "row " << r;
+Operands operands(DType t, int64_t m) {
+  const std::vector<float> wf = random_floats(kK * kN, 1);
+  Operands o{std::vector<char>(row_bytes(t, kK) * kN), random_floats(kK * m, 2)};
+  from_float(t, wf.data(), o.w.data(), kK * kN);
+  return o;
+}
+
+using RowsParam = std::tuple<std::string, Precision, DType>;
+
+class MatmulRows : public ::testing::TestWithParam<RowsParam> {};
+
+TEST_P(MatmulRows, RowsGiveTheBitsOfOneRowAtATime) {
+  const auto& [backend, precision, type] = GetParam();
+  const int64_t max_rows = backend == "cpu" ? 9 : 8;  // register groups of 4, 4 and 1 on the CPU
+  const Operands o = operands(type, max_rows);
+  std::vector<std::vector<float>> one;
+  for (int64_t r = 0; r < max_rows; ++r) {
+    const std::vector<float> row(o.x.begin() + r * kK, o.x.begin() + (r + 1) * kK);
+    one.push_back(product(backend, type, o.w, row, kK, kN, 1, precision));
+    ASSERT_EQ(one.back().size(), static_cast<size_t>(kN));
+  }
+  for (int64_t m : {int64_t{2}, int64_t{3}, int64_t{4}, max_rows}) {
+    const std::vector<float> x(o.x.begin(), o.x.begin() + m * kK);
+    const std::vector<float> all = product(backend, type, o.w, x, kK, kN, m, precision);
+    ASSERT_EQ(all.size(), static_cast<size_t>(kN * m));
+    for (int64_t r = 0; r < m; ++r)
+      EXPECT_EQ(std::memcmp(one[static_cast<size_t>(r)].data(), all.data() + r * kN, kN * sizeof(float)), 0)
+          << m << " rows, row " << r;
   }
 }
 
+std::vector<RowsParam> rows_params() {
+  std::vector<RowsParam> ps;
+  for (const std::string& b : compiled_backend_names())
+    for (Precision p : {Precision::EXACT, Precision::FAST})
+      for (DType t : kAllWeightTypes) ps.emplace_back(b, p, t);
+  return ps;
+}
+
+std::string rows_name(const ::testing::TestParamInfo<RowsParam>& p) {
+  const auto& [backend, precision, type] = p.param;
+  return backend + (precision == Precision::FAST ? "_fast_" : "_exact_") + std::string(dtype_name(type));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, MatmulRows, ::testing::ValuesIn(rows_params()), rows_name);
+
+class MatmulFast : public ::testing::TestWithParam<DType> {};
+
 TEST_P(MatmulFast, FastQuantizesActivationsAndExactDoesNot) {
-  const std::vector<float> fast = product(GetParam(), w_, x_, kK, kN, kM, Precision::FAST);
-  const std::vector<float> exact = product(GetParam(), w_, x_, kK, kN, kM, Precision::EXACT);
-  const std::vector<float> exact_again = product(GetParam(), w_, x_, kK, kN, kM, Precision::EXACT);
+  constexpr int64_t kM = 9;
+  const Operands o = operands(GetParam(), kM);
+  const std::vector<float> fast = product("cpu", GetParam(), o.w, o.x, kK, kN, kM, Precision::FAST);
+  const std::vector<float> exact = product("cpu", GetParam(), o.w, o.x, kK, kN, kM, Precision::EXACT);
+  const std::vector<float> exact_again = product("cpu", GetParam(), o.w, o.x, kK, kN, kM, Precision::EXACT);
   ASSERT_EQ(fast.size(), exact.size());
   EXPECT_EQ(std::memcmp(exact.data(), exact_again.data(), exact.size() * sizeof(float)), 0);
   double err = 0.0, ref = 0.0;

@@ -406,6 +406,16 @@ void mul_mat(const Ctx& ctx, Tensor& dst) {
 
 namespace {
 
+// The product's workspace (its int8 activations under FAST) is read throughout the launch, but the
+// planner keeps it for the product's own node only: a later node's output may lie on it.
+bool clear_of_workspace(const Tensor& out, const Tensor& mm) {
+  const size_t n = mul_mat_workspace(mm);
+  if (n == 0 || mm.workspace == nullptr) return true;
+  const char* po = static_cast<const char*>(out.data);
+  const char* pw = static_cast<const char*>(mm.workspace);
+  return po + nbytes(out) <= pw || pw + n <= po;
+}
+
 // Step k of a GEMV's chain (node k, operand others[k - 1]) against the launch so far. Its output
 // never touches the weights or activations (other blocks read them throughout) and meets an
 // earlier output or an operand only as the very same elements (touched first by this thread, in
@@ -413,7 +423,7 @@ namespace {
 bool chain_step_safe(std::span<Tensor* const> nodes, int k, std::span<const Tensor* const> others, const Tensor& w,
                      const Tensor& x) {
   const Tensor& out = *nodes[static_cast<size_t>(k)];
-  if (!disjoint(out, w) || !disjoint(out, x)) return false;
+  if (!disjoint(out, w) || !disjoint(out, x) || !clear_of_workspace(out, *nodes[0])) return false;
   for (int j = 0; j < k; ++j) {
     if (!safe_to_fuse(out, *nodes[static_cast<size_t>(j)])) return false;
     if (others[static_cast<size_t>(j)] && !safe_to_fuse(out, *others[static_cast<size_t>(j)])) return false;
