@@ -374,6 +374,14 @@ struct Q8Act {
 template <DType WT>
 constexpr int kChunkUnroll = is_weight_only_quant(WT) ? 1 : 2;
 
+// Chunks per thread: int8 activations leave registers for two chunks in flight, and the thread
+// count halves so that a 4096-long row still gives each thread two (ncu: the one-chunk Q4_K GEMVs
+// were latency-bound at 35% occupancy).
+template <DType WT, class Act>
+constexpr int kChunksInFlight = std::is_same_v<Act, Q8Act> ? 2 : kChunkUnroll<WT>;
+template <DType WT, class Act>
+constexpr int kThreadChunks = std::is_same_v<Act, Q8Act> ? 2 : 1;
+
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows rows, Epi epi) {
   using C = WChunk<WT>;
@@ -420,7 +428,7 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
 
         // Two chunks in flight per thread for the plain types; one for the weight-only quantized
         // types, whose 32-element chunks carry enough loads (and registers) on their own.
-#pragma unroll(kChunkUnroll <WT>)
+#pragma unroll(kChunksInFlight <WT, Act>)
     for (int64_t c = tid; c < n_chunks; c += blockDim.x) {
       typename C::Chunk wc[R];
 #pragma unroll
@@ -458,7 +466,7 @@ template <DType WT, int M, int R, class Act, class Rows, class Epi>
 void launch_rows(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, const Epi& epi) {
   const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(w.n, R)),
                   static_cast<unsigned>(rows.count() < kMaxGridY ? rows.count() : kMaxGridY));
-  const dim3 block(static_cast<unsigned>(gemv_threads(w.k, WChunk<WT>::E)));
+  const dim3 block(static_cast<unsigned>(gemv_threads(w.k, WChunk<WT>::E * kThreadChunks<WT, Act>)));
   launch_pdl(gemv_kernel<WT, M, R, Act, Rows, Epi>, grid, block, ctx.stream, w, x, rows, epi);
   GL_CUDA_CHECK(cudaGetLastError());
 }
@@ -489,7 +497,16 @@ void launch(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, cons
   // on the H200, 9B Q4_K_M, a verify of 4 rows against a decode step: 3.5x at one weight row per
   // block (the activation reads through L1 outweigh the weights 28 to 1), 2.5x at two on the H100.
   // (Only the row counts used are instantiated: the other branch is discarded.)
-  if constexpr (is_weight_only_quant(WT)) {
+  // Int8 activations cost little to re-read, so the rows per block shrink until the grid has
+  // kManyBlocks: ncu showed a 4096 x 4096 Q4_K GEMV at 24% occupancy with 1024 blocks of 64 threads.
+  constexpr int64_t kManyBlocks = 2048;
+  if constexpr (std::is_same_v<Act, Q8Act>) {
+    constexpr int kQ = gemv_rows_of<WT>();
+    static_assert(kQ == 4, "int8 GEMV rows: 4, 2 or 1");
+    if (ceil_div<int64_t>(w.n, 4) * rows.count() >= kManyBlocks) return launch_rows<WT, M, 4>(ctx, w, x, rows, epi);
+    if (ceil_div<int64_t>(w.n, 2) * rows.count() >= kManyBlocks) return launch_rows<WT, M, 2>(ctx, w, x, rows, epi);
+    launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
+  } else if constexpr (is_weight_only_quant(WT)) {
     constexpr int kQ = gemv_rows_of<WT>();
     constexpr int RQ = kQ;
     if constexpr (RQ > 1)

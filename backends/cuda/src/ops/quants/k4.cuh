@@ -20,8 +20,11 @@
 namespace gl::cuda {
 
 // Byte k (0..11) of the packed scales, held as three words.
+// (The word is selected, not indexed: a dynamic index would put s in local memory, which ncu
+// showed as spills in the Q4_K GEMVs, where the sub-block comes from the chunk number.)
 __device__ __forceinline__ uint32_t k4_scale_byte(const uint32_t (&s)[3], int k) {
-  return qio::byte_of(s[k >> 2], k & 3);
+  const uint32_t w = k < 4 ? s[0] : k < 8 ? s[1] : s[2];
+  return qio::byte_of(w, k & 3);
 }
 
 // 6-bit scale ls and min lm of sub-block j (the reference's unpack_scale_min_k4).
