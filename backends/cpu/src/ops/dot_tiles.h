@@ -58,28 +58,44 @@ constexpr int64_t kChunk = 256;
 constexpr int kSlabW = 5 * kSlabTileW;
 constexpr int kSlabX = 12 * kSlabTileX;
 
-// Adds elements [k0, k1) (multiples of kLanes) of RX activation rows times W weight rows stored as
-// T to the sums a[j * W + i]. Every sum keeps one vector lane per residue of k mod kLanes, added
-// in k order, so splitting k into chunks, the tile's shape, and computing a row with other rows
-// or alone change no bit.
+// Adds elements [k0, k1) (multiples of kLanes, and of the block of a blocked type) of RX activation rows times W weight
+// rows stored as T to the sums a[j * W + i]. Every sum keeps one vector lane per residue of k mod kLanes, added in k
+// order, so splitting k into chunks, the tile's shape, and computing a row with other rows or alone change no bit.
 template <DType T, int W, int RX>
 void dot_chunk(const void* const* w, const float* const* x, int64_t k0, int64_t k1, Vec* a) {
-  // Pin the loaded vectors in registers where the tile leaves room (see simd::in_register).
+  // Pin the loaded vectors in registers where the tile leaves room (see simd::pin).
   constexpr bool kPin = RX > 1 && RX * W + W + 1 <= simd::kVecRegs;
   Vec acc[RX][W];
 #pragma GCC unroll 16
   for (int j = 0; j < RX; ++j)
 #pragma GCC unroll 16
     for (int i = 0; i < W; ++i) acc[j][i] = a[j * W + i];
-  for (int64_t kk = k0; kk < k1; kk += kLanes) {
-    Vec wv[W];
+  // Types with a scale per block (Q8_0) read it once per block and row, not once per vector.
+  constexpr bool kScaled = requires(const void* r) { simd::Stored<T>::scale(r, int64_t{0}); };
+  constexpr int64_t kStep = kScaled ? simd::Stored<T>::kBlock : kLanes;
+  for (int64_t kb = k0; kb < k1; kb += kStep) {
+    [[maybe_unused]] Vec d[W];
+    if constexpr (kScaled) {
 #pragma GCC unroll 16
-    for (int i = 0; i < W; ++i) wv[i] = simd::pin<kPin>(simd::load_weights<T>(w[i], kk));
+      for (int i = 0; i < W; ++i) d[i] = simd::Stored<T>::scale(w[i], kb);
+    }
+#pragma GCC unroll 8
+    for (int64_t kk = kb; kk < kb + kStep; kk += kLanes) {
+      Vec wv[W];
 #pragma GCC unroll 16
-    for (int j = 0; j < RX; ++j) {
-      const Vec xv = simd::pin<kPin>(simd::vload(x[j] + kk));
+      for (int i = 0; i < W; ++i) {
+        if constexpr (kScaled) {
+          wv[i] = simd::pin<kPin>(simd::Stored<T>::vec(w[i], kk, d[i]));
+        } else {
+          wv[i] = simd::pin<kPin>(simd::load_weights<T>(w[i], kk));
+        }
+      }
 #pragma GCC unroll 16
-      for (int i = 0; i < W; ++i) acc[j][i] = simd::vfma(wv[i], xv, acc[j][i]);
+      for (int j = 0; j < RX; ++j) {
+        const Vec xv = simd::pin<kPin>(simd::vload(x[j] + kk));
+#pragma GCC unroll 16
+        for (int i = 0; i < W; ++i) acc[j][i] = simd::vfma(wv[i], xv, acc[j][i]);
+      }
     }
   }
 #pragma GCC unroll 16
@@ -166,7 +182,7 @@ void dot_rows_f32x(const void* const* w, int nw, const void* const* x, int64_t n
   for (int64_t j0 = 0; j0 < nx; j0 += kSlabX) {
     const int jn = static_cast<int>(std::min<int64_t>(kSlabX, nx - j0));
     for (int j = 0; j < jn; ++j) xf[j] = static_cast<const float*>(x[j0 + j]);
-    if (jn > kBlockX && k > kChunk) {
+    if (jn > kBlockX) {
       for (int i0 = 0; i0 < nw; i0 += kSlabW)
         dot_slab<T>(w + i0, std::min(kSlabW, nw - i0), xf, jn, k, out + j0, out_off + i0);
       continue;
