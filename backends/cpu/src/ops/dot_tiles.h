@@ -62,7 +62,8 @@ constexpr int kSlabX = 12 * kSlabTileX;
 // rows stored as T to the sums a[j * W + i]. Every sum keeps one vector lane per residue of k mod kLanes, added in k
 // order, so splitting k into chunks, the tile's shape, and computing a row with other rows or alone change no bit.
 template <DType T, int W, int RX>
-void dot_chunk(const void* const* w, const float* const* x, int64_t k0, int64_t k1, Vec* a) {
+void dot_chunk(const void* const* w, const float* const* x, int64_t k0, int64_t k1, Vec* a,
+               const void* const* next = nullptr) {
   // Pin the loaded vectors in registers where the tile leaves room (see simd::pin).
   constexpr bool kPin = RX > 1 && RX * W + W + 1 <= simd::kVecRegs;
   Vec acc[RX][W];
@@ -73,7 +74,15 @@ void dot_chunk(const void* const* w, const float* const* x, int64_t k0, int64_t 
   // Types with a scale per block (Q8_0) read it once per block and row, not once per vector.
   constexpr bool kScaled = requires(const void* r) { simd::Stored<T>::scale(r, int64_t{0}); };
   constexpr int64_t kStep = kScaled ? simd::Stored<T>::kBlock : kLanes;
+  // Steps of about a 64-byte line of weights, where a tile given the next tile's rows asks for them.
+  constexpr int64_t kLine =
+      std::max<int64_t>(kStep, 64 * simd::Stored<T>::kBlock / simd::Stored<T>::kBlockBytes / kStep * kStep);
   for (int64_t kb = k0; kb < k1; kb += kStep) {
+    if (next != nullptr && kb % kLine == 0) {
+      const int64_t off = kb / simd::Stored<T>::kBlock * simd::Stored<T>::kBlockBytes;
+#pragma GCC unroll 16
+      for (int i = 0; i < W; ++i) __builtin_prefetch(static_cast<const char*>(next[i]) + off, 0, 3);
+    }
     [[maybe_unused]] Vec d[W];
     if constexpr (kScaled) {
 #pragma GCC unroll 16
@@ -106,11 +115,12 @@ void dot_chunk(const void* const* w, const float* const* x, int64_t k0, int64_t 
 
 // dot_chunk for nx (1 .. RX) activation rows.
 template <DType T, int W, int RX>
-void dot_chunk_n(int nx, const void* const* w, const float* const* x, int64_t k0, int64_t k1, Vec* a) {
+void dot_chunk_n(int nx, const void* const* w, const float* const* x, int64_t k0, int64_t k1, Vec* a,
+                 const void* const* next = nullptr) {
   if constexpr (RX > 1) {
-    if (nx < RX) return dot_chunk_n<T, W, RX - 1>(nx, w, x, k0, k1, a);
+    if (nx < RX) return dot_chunk_n<T, W, RX - 1>(nx, w, x, k0, k1, a, next);
   }
-  dot_chunk<T, W, RX>(w, x, k0, k1, a);
+  dot_chunk<T, W, RX>(w, x, k0, k1, a, next);
 }
 
 // Sums a[j * W + i] for j < nx, i < nw, reduced and completed with the row tails [kv, k).
@@ -127,13 +137,14 @@ void finish_tile(const Vec* a, int nx, const void* const* w, int nw, const float
 }
 
 // nx (1 .. kBlockX) activation rows times kBlockW weight rows stored as T (the first nw results
-// stored), k in one piece.
+// stored), k in one piece. next (or null): the rows of the next tile, asked for a line at a time.
 template <DType T>
-void dot_tile(int nx, const void* const* w, int nw, const float* const* x, int64_t k, float* const* out, int64_t off) {
+void dot_tile(int nx, const void* const* w, int nw, const float* const* x, int64_t k, float* const* out, int64_t off,
+              const void* const* next) {
   Vec acc[kBlockX * kBlockW];
   for (Vec& v : acc) v = simd::vzero();
   const int64_t kv = k - k % kLanes;
-  dot_chunk_n<T, kBlockW, kBlockX>(nx, w, x, 0, kv, acc);
+  dot_chunk_n<T, kBlockW, kBlockX>(nx, w, x, 0, kv, acc, next);
   finish_tile<T, kBlockW>(acc, nx, w, nw, x, kv, k, out, off);
 }
 
@@ -187,11 +198,16 @@ void dot_rows_f32x(const void* const* w, int nw, const void* const* x, int64_t n
         dot_slab<T>(w + i0, std::min(kSlabW, nw - i0), xf, jn, k, out + j0, out_off + i0);
       continue;
     }
+    // Weights read in place stream from memory: each tile asks for the next tile's rows (the
+    // hardware prefetcher alone restarts on every group of short rows).
     for (int a = 0; a < jn; a += kBlockX)
       for (int i0 = 0; i0 < nw; i0 += kBlockW) {
         const void* wp[kBlockW];
+        const void* np[kBlockW];
         const int in = weight_group<kBlockW>(w, nw, i0, wp);
-        dot_tile<T>(std::min(kBlockX, jn - a), wp, in, xf + a, k, out + j0 + a, out_off + i0);
+        const bool more = i0 + kBlockW < nw;
+        if (more) weight_group<kBlockW>(w, nw, i0 + kBlockW, np);
+        dot_tile<T>(std::min(kBlockX, jn - a), wp, in, xf + a, k, out + j0 + a, out_off + i0, more ? np : nullptr);
       }
   }
 }

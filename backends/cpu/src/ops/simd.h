@@ -11,7 +11,7 @@
 // register where the target has one, else a plain 8-lane struct whose loops the
 // compiler maps to whatever vector unit exists. The load_* helpers convert
 // kLanes stored weights to floats exactly as gl::to_float does; Stored<T> says
-// how a weight type is read (its block size, a vector, one element).
+// how a weight type is read (its block size and bytes, a vector, one element).
 //
 // Private to backends/cpu/src/ops: everything is in an unnamed namespace, since
 // Vec depends on the target flags of the including file.
@@ -171,18 +171,21 @@ struct Stored;
 template <>
 struct Stored<DType::F32> {
   static constexpr int64_t kBlock = 1;
+  static constexpr int64_t kBlockBytes = sizeof(float);
   static Vec vec(const void* row, int64_t k) { return vload(static_cast<const float*>(row) + k); }
   static float one(const void* row, int64_t k) { return static_cast<const float*>(row)[k]; }
 };
 template <>
 struct Stored<DType::F16> {
   static constexpr int64_t kBlock = 1;
+  static constexpr int64_t kBlockBytes = sizeof(fp16_t);
   static Vec vec(const void* row, int64_t k) { return load_f16(static_cast<const fp16_t*>(row) + k); }
   static float one(const void* row, int64_t k) { return fp16_to_fp32(static_cast<const fp16_t*>(row)[k]); }
 };
 template <>
 struct Stored<DType::BF16> {
   static constexpr int64_t kBlock = 1;
+  static constexpr int64_t kBlockBytes = sizeof(bf16_t);
   static Vec vec(const void* row, int64_t k) { return load_bf16(static_cast<const bf16_t*>(row) + k); }
   static float one(const void* row, int64_t k) { return bf16_to_fp32(static_cast<const bf16_t*>(row)[k]); }
 };

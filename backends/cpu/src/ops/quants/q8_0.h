@@ -17,6 +17,7 @@ namespace {
 template <>
 struct Stored<DType::Q8_0> {
   static constexpr int64_t kBlock = kQ8_0Block;
+  static constexpr int64_t kBlockBytes = sizeof(BlockQ8_0);
   static Vec vec(const void* row, int64_t k) { return vec(row, k, scale(row, k)); }
   // The block's d, broadcast: read once per block, then vec(row, k, d) for each of its vectors.
   static Vec scale(const void* row, int64_t k) {
