@@ -2,8 +2,7 @@
 // Q8_0, Q4_K, Q5_K, Q6_K weights): a product of several activation rows gives, bit for bit, the
 // results of one row at a time (what greedy MTP parity needs: a verify of K + 1 rows must
 // reproduce K + 1 decode steps), FAST really differs from EXACT for those types, and EXACT is
-// untouched by the switch; EXACT products of many rows also give the bits of one row at a time.
-// The error bounds are in the op harness (cases_matmul.cpp).
+// untouched by the switch. The error bounds are in the op harness (cases_matmul.cpp).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -101,36 +100,6 @@ TEST_P(MatmulFast, FastQuantizesActivationsAndExactDoesNot) {
 std::string type_name(const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); }
 
 INSTANTIATE_TEST_SUITE_P(Types, MatmulFast, ::testing::ValuesIn(kFastTypes), type_name);
-
-// EXACT products take another path for blocks of many rows (weights converted to F32 tiles, k
-// split into chunks, other register tiles) than for one row (weights read in place): the bits
-// must not change with the row count either.
-class MatmulExactRows : public ::testing::TestWithParam<DType> {
- protected:
-  // K past several k-chunks with a tail of 3 (whole blocks for the quant types); M = 53: more than
-  // one slab of activation rows, with short register groups; N = 37: short weight groups.
-  static int64_t k() { return dtype_traits(GetParam()).block_size == 1 ? 611 : 608; }
-  static constexpr int64_t kN = 37, kM = 53;
-};
-
-TEST_P(MatmulExactRows, RowsGiveTheBitsOfOneRowAtATime) {
-  const int64_t kk = k();
-  const std::vector<float> wf = random_floats(kk * kN, 3);
-  std::vector<char> w(row_bytes(GetParam(), kk) * kN);
-  from_float(GetParam(), wf.data(), w.data(), kk * kN);
-  const std::vector<float> x = random_floats(kk * kM, 4);
-  const std::vector<float> all = product(GetParam(), w, x, kk, kN, kM, Precision::EXACT);
-  ASSERT_EQ(all.size(), static_cast<size_t>(kN * kM));
-  for (int64_t r = 0; r < kM; r += 5) {
-    const std::vector<float> row(x.begin() + r * kk, x.begin() + (r + 1) * kk);
-    const std::vector<float> one = product(GetParam(), w, row, kk, kN, 1, Precision::EXACT);
-    ASSERT_EQ(one.size(), static_cast<size_t>(kN));
-    EXPECT_EQ(std::memcmp(one.data(), all.data() + r * kN, kN * sizeof(float)), 0) << "row " << r;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Types, MatmulExactRows,
-                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0), type_name);
 
 }  // namespace
 }  // namespace gl::test
