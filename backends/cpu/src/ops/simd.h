@@ -155,7 +155,7 @@ constexpr int kVecRegs = 16;
 // not FMAs (3 x 4 F32 tiles under AVX2: 16 loads per 12 FMAs instead of 7).
 template <bool Pin>
 inline Vec pin(Vec v) {
-#if defined(__AVX2__) || defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))  // Vec is a register type
   if constexpr (Pin) asm("" : "+x"(v));
 #endif
   return v;
