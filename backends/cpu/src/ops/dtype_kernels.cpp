@@ -104,6 +104,7 @@ constexpr std::array<CpuTypeKernels, kDTypeCount> kFastKernels = make_table<true
 }  // namespace
 
 DotTileShape dot_tile_shape() { return {kBlockW, kBlockX}; }
+DotTileShape slab_tile_shape() { return {kSlabTileW, kSlabTileX}; }
 
 const CpuTypeKernels& cpu_type_kernels(DType t, Precision p) {
   return (p == Precision::FAST ? kFastKernels : kKernels)[static_cast<size_t>(t)];

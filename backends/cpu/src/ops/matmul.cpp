@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 #include "dtype_kernels.h"
@@ -27,7 +28,7 @@
 namespace gl::cpu {
 namespace {
 
-constexpr int64_t kMaxTileRows = 16;
+constexpr int64_t kMaxTileRows = 24;
 // Int8 (FAST) jobs read their weight rows in place and have no scratch to fit: larger tiles halve
 // the scheduling per row of a decode GEMV.
 constexpr int64_t kInt8TileRows = 64;
@@ -91,9 +92,10 @@ void add_blocks(std::vector<Block>& blocks, int64_t i2, int64_t i3, int64_t begi
   for (int64_t b = begin; b < end; b += max_rows) blocks.push_back({i2, i3, b, std::min(end, b + max_rows)});
 }
 
-// Weight rows per job: a multiple of the register tile that fits kTileBytes once converted.
+// Weight rows per job: a multiple of both register tiles (rows read in place, converted rows)
+// that fits kTileBytes once converted.
 int64_t tile_rows(int64_t k) {
-  const int64_t g = dot_tile_shape().w_rows;
+  const int64_t g = std::lcm(dot_tile_shape().w_rows, slab_tile_shape().w_rows);
   const int64_t fit = kTileBytes / (k * static_cast<int64_t>(sizeof(float)));
   return std::clamp<int64_t>(fit, g, kMaxTileRows) / g * g;
 }

@@ -24,6 +24,9 @@ struct DotTileShape {
   int w_rows, x_rows;
 };
 DotTileShape dot_tile_shape();
+// The tile of products whose weight rows were converted to F32 first (blocks of more than
+// dot_tile_shape().x_rows activation rows): weight tiles are best a multiple of its w_rows.
+DotTileShape slab_tile_shape();
 
 // C (+)= A B for small row-major float matrices: A [m][k], B [k][n], C [m][n] with
 // leading dimensions (row strides in floats) (gemm.cpp). Broadcasts elements of
