@@ -130,6 +130,12 @@ int run(const Args& a) {
   const int k = a.mtp < 0 ? (m.has_mtp() ? 2 : 0) : a.mtp;  // K = 2 is fastest on the embedded model (CPU)
   if (!a.dump_graph.empty()) return dump_graph(m, be, a, std::max(k, 1));
 
+  const int64_t n_train = m.hparams().n_ctx_train;
+  if (n_train > 0 && a.ctx > n_train)
+    fmt::print(stderr,
+               "qwen35: warning: -c {} exceeds the {} tokens this model was trained on; text past position {} "
+               "may degrade\n",
+               a.ctx, n_train, n_train);
   auto tok = gl::Tokenizer::from_gguf(m.gguf());
   if (!tok) return fmt::print(stderr, "qwen35: {}\n", tok.error()), 1;
   gl::qwen35::RunConfig cfg{.n_ctx = a.ctx, .n_batch = a.batch, .mtp_k = k, .sampling = a.sampling};
