@@ -132,45 +132,105 @@ void transpose8(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-// w[j] = q . k_j for keys [0, end) of kv head kv, one key per lane, each lane adding its products
-// one by one from 0 in element order (separate multiply and add): the exact path's sums, bit for bit.
-void scores_exact(const float* q, const Tensor& k, int64_t kv, int64_t end, int64_t dk, float* w) {
+// w_g[j] = q_g . k_j for keys [0, end) of kv head kv and G query heads of its group (each K row read
+// once for all G), one key per lane, each lane adding its products one by one from 0 in element
+// order (separate multiply and add): the exact path's sums, bit for bit.
+template <int G>
+void scores_exact(const float* const* q, const Tensor& k, int64_t kv, int64_t end, int64_t dk, float* const* w) {
   int64_t j = 0;
   for (; j + 8 <= end; j += 8) {
     const char* base = elem_ptr(k, 0, kv, j, 0);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     for (int64_t i0 = 0; i0 < dk; i0 += 8) {
       __m256 c[8];
       for (int l = 0; l < 8; ++l) c[l] = _mm256_loadu_ps(reinterpret_cast<const float*>(base + l * k.nb[2]) + i0);
       transpose8(c);
-      for (int i = 0; i < 8; ++i) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(q[i0 + i]), c[i]));
+      for (int i = 0; i < 8; ++i)
+        for (int g = 0; g < G; ++g) acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_set1_ps(q[g][i0 + i]), c[i]));
     }
-    _mm256_storeu_ps(w + j, acc);
+    for (int g = 0; g < G; ++g) _mm256_storeu_ps(w[g] + j, acc[g]);
   }
   for (; j < end; ++j) {
     const auto* kr = reinterpret_cast<const float*>(elem_ptr(k, 0, kv, j, 0));
-    float dot = 0.0f;
-    for (int64_t i = 0; i < dk; ++i) dot += q[i] * kr[i];
-    w[j] = dot;
+    for (int g = 0; g < G; ++g) {
+      float dot = 0.0f;
+      for (int64_t i = 0; i < dk; ++i) dot += q[g][i] * kr[i];
+      w[g][j] = dot;
+    }
   }
 }
 
-// acc[0, dv) = sum_j w[j] v_j over keys j < end with w[j] != 0, each lane adding w[j] * v_j[i] in key
-// order from 0 (separate multiply and add): the exact path's sums, bit for bit. dv % 8 == 0.
-void weighted_rows_exact(const float* w, int64_t end, const Tensor& v, int64_t kv, int64_t dv, float* acc) {
-  constexpr int64_t kVecs = 8;
+// acc_g[0, dv) = sum_j w_g[j] v_j over keys j < end with w_g[j] != 0 for G query heads (each V row
+// read once for all G), each lane adding w_g[j] * v_j[i] in key order from 0 (separate multiply and
+// add): the exact path's sums, bit for bit. dv % 8 == 0.
+template <int G>
+void weighted_rows_exact(const float* const* w, int64_t end, const Tensor& v, int64_t kv, int64_t dv,
+                         float* const* acc) {
+  constexpr int64_t kVecs = 8 / G;
   for (int64_t i0 = 0; i0 < dv; i0 += kVecs * 8) {
     const int64_t nv = std::min(kVecs, (dv - i0) / 8);
-    __m256 a[kVecs];
-    for (int64_t u = 0; u < kVecs; ++u) a[u] = _mm256_setzero_ps();
+    __m256 a[G][kVecs];
+    for (int g = 0; g < G; ++g)
+      for (int64_t u = 0; u < kVecs; ++u) a[g][u] = _mm256_setzero_ps();
     for (int64_t j = 0; j < end; ++j) {
-      if (w[j] == 0.0f) continue;  // masked (or underflowed) keys add nothing
       const float* vr = reinterpret_cast<const float*>(elem_ptr(v, 0, kv, j, 0)) + i0;
-      const __m256 wj = _mm256_set1_ps(w[j]);
-      for (int64_t u = 0; u < nv; ++u) a[u] = _mm256_add_ps(a[u], _mm256_mul_ps(wj, _mm256_loadu_ps(vr + u * 8)));
+      for (int g = 0; g < G; ++g) {
+        if (w[g][j] == 0.0f) continue;  // masked (or underflowed) keys add nothing
+        const __m256 wj = _mm256_set1_ps(w[g][j]);
+        for (int64_t u = 0; u < nv; ++u)
+          a[g][u] = _mm256_add_ps(a[g][u], _mm256_mul_ps(wj, _mm256_loadu_ps(vr + u * 8)));
+      }
     }
-    for (int64_t u = 0; u < nv; ++u) _mm256_storeu_ps(acc + i0 + u * 8, a[u]);
+    for (int g = 0; g < G; ++g)
+      for (int64_t u = 0; u < nv; ++u) _mm256_storeu_ps(acc[g] + i0 + u * 8, a[g][u]);
   }
+}
+
+// The EXACT path over dense F32 rows for G query heads h0 .. h0+G-1 of one kv head and token t.
+template <int G>
+void attend_exact(const Tensor& dst, const SoftmaxParams& p, int64_t h0, int64_t t, int64_t kv, float* w_all,
+                  float* acc_all) {
+  const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
+  const int64_t dk = q.ne[0], n_q = q.ne[2], n_kv = k.ne[2], dv = v.ne[0];
+  const int64_t last = p.causal ? t + (n_kv - n_q) : n_kv - 1;
+  const float* qs[G];
+  float *ws[G], *accs[G];
+  for (int g = 0; g < G; ++g) {
+    qs[g] = reinterpret_cast<const float*>(elem_ptr(q, 0, h0 + g, t, 0));
+    ws[g] = w_all + g * n_kv;
+    accs[g] = acc_all + g * dv;
+  }
+  scores_exact<G>(qs, k, kv, std::clamp<int64_t>(last + 1, 0, n_kv), dk, ws);
+  int64_t end = 0;
+  for (int g = 0; g < G; ++g) {
+    end = masked_scores(ws[g], n_kv, p.scale, dst.src[3], t, last);
+    softmax_row(ws[g], end, n_kv);
+  }
+  weighted_rows_exact<G>(ws, end, v, kv, dv, accs);
+  for (int g = 0; g < G; ++g) store_row(dst, h0 + g, t, 0, accs[g]);
+}
+
+// EXACT FLASH_ATTN over dense F32 rows: query heads in pairs that share a kv head (GQA), so a long
+// KV span is read once per pair rather than once per head.
+void flash_attn_exact_vec(Tensor& dst) {
+  const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
+  const SoftmaxParams p = dst.p<SoftmaxParams>();
+  const int64_t dk = q.ne[0], n_head = q.ne[1], n_q = q.ne[2], n_kv = k.ne[2], dv = v.ne[0];
+  const int64_t group = n_head / k.ne[1];
+  const int64_t per = group % 2 == 0 ? 2 : 1;  // heads per unit
+  const int64_t units = n_head / per * n_q;
+  parallel_for(units, n_head * n_q * n_kv * (dk + dv) >= kParallelMinMacs, [&](int64_t r_begin, int64_t r_end) {
+    std::vector<float> w(static_cast<size_t>(per * n_kv)), acc(static_cast<size_t>(per * dv));
+    for (int64_t u = r_begin; u < r_end; ++u) {
+      const int64_t h0 = u % (n_head / per) * per, t = u / (n_head / per);
+      if (per == 2) {
+        attend_exact<2>(dst, p, h0, t, h0 / group, w.data(), acc.data());
+      } else {
+        attend_exact<1>(dst, p, h0, t, h0 / group, w.data(), acc.data());
+      }
+    }
+  });
 }
 #endif
 
@@ -229,8 +289,10 @@ void flash_attn(Tensor& dst, Precision precision) {
   const int64_t group = n_head / k.ne[1];
   const int64_t rows = n_head * n_q;
   const bool fast = precision == Precision::FAST && fast_attn_layout(q, k, v);
+#if defined(__AVX2__)
   // EXACT over dense F32 rows: the same float operations in the same order, 8 lanes at a time.
-  [[maybe_unused]] const bool exact_vec = !fast && fast_attn_layout(q, k, v) && dk % 8 == 0 && dv % 8 == 0;
+  if (!fast && fast_attn_layout(q, k, v) && dk % 8 == 0 && dv % 8 == 0) return flash_attn_exact_vec(dst);
+#endif
   parallel_for(rows, rows * n_kv * (dk + dv) >= kParallelMinMacs, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> qr(static_cast<size_t>(dk)), kr(static_cast<size_t>(dk)), vr(static_cast<size_t>(dv));
     std::vector<float> w(static_cast<size_t>(n_kv)), acc(static_cast<size_t>(dv));
@@ -247,17 +309,6 @@ void flash_attn(Tensor& dst, Precision precision) {
         store_row(dst, h, t, 0, acc.data());
         continue;
       }
-#if defined(__AVX2__)
-      if (exact_vec) {
-        const auto* qf = reinterpret_cast<const float*>(elem_ptr(q, 0, h, t, 0));
-        scores_exact(qf, k, kv, std::clamp<int64_t>(last + 1, 0, n_kv), dk, w.data());
-        const int64_t end = masked_scores(w.data(), n_kv, p.scale, mask, t, last);
-        softmax_row(w.data(), end, n_kv);
-        weighted_rows_exact(w.data(), end, v, kv, dv, acc.data());
-        store_row(dst, h, t, 0, acc.data());
-        continue;
-      }
-#endif
       load_row(q, h, t, 0, qr.data());
       for (int64_t j = 0; j < n_kv && j <= last; ++j) {
         load_row(k, kv, j, 0, kr.data());
