@@ -1,7 +1,9 @@
 // team.cpp - persistent workers: spin on the job word, then sleep; chunks claimed by compare-and-swap.
 #include "team.h"
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 #include "ggml-lite/status.h"
 
@@ -14,7 +16,15 @@ thread_local Team* t_current = nullptr;
 // the next job usually arrives within microseconds; an idle backend costs no CPU.
 constexpr int kSpinsBeforeSleep = 1 << 15;
 
-inline void cpu_relax() { _mm_pause(); }
+// Spins of the caller on chunks a worker holds before it yields the core: that worker may be
+// descheduled (another process on its core), and spinning would only delay it further.
+constexpr int kSpinsBeforeYield = 1 << 12;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
 
 }  // namespace
 
@@ -48,7 +58,13 @@ void Team::run(int64_t n, int64_t n_chunks, Fn fn, void* ctx) {
   state_.store(gen << (2 * kChunkBits) | chunks << kChunkBits | chunks);
   if (sleepers_.load() > 0) wake();
   claim_and_run(gen);
-  while (done_.load(std::memory_order_acquire) < n_chunks) cpu_relax();
+  for (int spins = 0; done_.load(std::memory_order_acquire) < n_chunks; ++spins) {
+    if (spins < kSpinsBeforeYield) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   busy_ = false;
 }
 
