@@ -29,7 +29,7 @@ struct Args {
   std::string model = GL_DEFAULT_MODEL;
   std::string prompt = "First Citizen:\nBefore we proceed any further, hear me speak.\n";
   int n_predict = 128;
-  int mtp = -1;  // -1: on (K = 2) when the model has MTP tensors
+  int mtp = -1;  // -1: on when the model has MTP tensors (K = 1 on the CPU, else 2)
   int threads = 0;
   int ctx = 4096;
   int batch = 256;
@@ -50,7 +50,8 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--min-p", a.sampling.min_p, "drop tokens below min-p x the top probability")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", a.sampling.seed, "sampling seed");
-  app.add_option("--mtp", a.mtp, "MTP draft tokens per round (0 = off; default 2 when the model has MTP)")
+  app.add_option("--mtp", a.mtp,
+                 "MTP draft tokens per round (0 = off; default when the model has MTP: 1 on the CPU, else 2)")
       ->check(CLI::Range(0, 16));
   app.add_option("-t,--threads", a.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   app.add_option("-c,--ctx", a.ctx, "context size")->check(CLI::PositiveNumber);
@@ -127,9 +128,19 @@ int run(const Args& a) {
                a.model, a.mtp);
     return 1;
   }
-  const int k = a.mtp < 0 ? (m.has_mtp() ? 2 : 0) : a.mtp;  // K = 2 is fastest on the embedded model (CPU)
+  // Default K: on the CPU a verify of K + 1 rows costs about K + 1 decode steps of the embedded model
+  // now that a decode step keeps both cores busy (docs/bench/cpu-step.md: K = 1 1.07x, K = 2 0.82x);
+  // elsewhere K = 2.
+  const int k_default = be.name() == "cpu" ? 1 : 2;
+  const int k = a.mtp < 0 ? (m.has_mtp() ? k_default : 0) : a.mtp;
   if (!a.dump_graph.empty()) return dump_graph(m, be, a, std::max(k, 1));
 
+  const int64_t n_train = m.hparams().n_ctx_train;
+  if (n_train > 0 && a.ctx > n_train)
+    fmt::print(stderr,
+               "qwen35: warning: -c {} exceeds the {} tokens this model was trained on; text past position {} "
+               "may degrade\n",
+               a.ctx, n_train, n_train);
   auto tok = gl::Tokenizer::from_gguf(m.gguf());
   if (!tok) return fmt::print(stderr, "qwen35: {}\n", tok.error()), 1;
   gl::qwen35::RunConfig cfg{.n_ctx = a.ctx, .n_batch = a.batch, .mtp_k = k, .sampling = a.sampling};

@@ -1,12 +1,13 @@
 // cpu_backend.cpp - the CPU reference backend: host buffers and the op dispatch.
-#include <omp.h>
-
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "ggml-lite/cpu.h"
 #include "ops/dtype_kernels.h"
 #include "ops/kernels.h"
+#include "ops/team.h"
 
 namespace gl::cpu {
 namespace {
@@ -73,7 +74,9 @@ void compute_node(Tensor& node, Precision precision) {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const Options& opt) : n_threads_(opt.n_threads > 0 ? opt.n_threads : omp_get_num_procs()) {}
+  explicit CpuBackend(const Options& opt)
+      : team_(opt.n_threads > 0 ? opt.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
+  }
   std::string_view name() const override { return "cpu"; }
   bool is_host() const override { return true; }
   size_t alignment() const override { return kAlignment; }
@@ -91,7 +94,7 @@ class CpuBackend final : public Backend {
     std::memmove(static_cast<char*>(dst.data) + dst_off, static_cast<const char*>(src.data) + src_off, n);
   }
   Status compute(std::span<Tensor* const> nodes) override {
-    omp_set_num_threads(n_threads_);
+    Team::Bind bind(team_);  // the kernels' parallel_for() splits over it
     for (Tensor* node : nodes) {
       if (!node->data && node->op != Op::NONE && !is_view_op(node->op))
         return Error("cpu: node '" + node->name + "' (" + std::string(op_name(node->op)) + ") has no memory");
@@ -104,7 +107,7 @@ class CpuBackend final : public Backend {
   Precision precision() const override { return precision_; }
 
  private:
-  int n_threads_;
+  Team team_;
   Precision precision_ = Precision::EXACT;
 };
 

@@ -19,6 +19,7 @@
 #include "parallel.h"
 #include "rows.h"
 #include "simd.h"
+#include "team.h"
 
 namespace gl::cpu {
 namespace {
@@ -110,6 +111,129 @@ void weighted_rows(const float* w, int64_t end, const Tensor& v, int64_t kv, int
   }
 }
 
+#if defined(__AVX2__)
+// r[c] = column c of the 8x8 block whose rows are r[0..7].
+void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// w_g[j] = q_g . k_j for keys [0, end) of kv head kv and G query heads of its group (each K row read
+// once for all G), one key per lane, each lane adding its products one by one from 0 in element
+// order (separate multiply and add): the exact path's sums, bit for bit.
+template <int G>
+void scores_exact(const float* const* q, const Tensor& k, int64_t kv, int64_t end, int64_t dk, float* const* w) {
+  int64_t j = 0;
+  for (; j + 8 <= end; j += 8) {
+    const char* base = elem_ptr(k, 0, kv, j, 0);
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    for (int64_t i0 = 0; i0 < dk; i0 += 8) {
+      __m256 c[8];
+      for (int l = 0; l < 8; ++l) c[l] = _mm256_loadu_ps(reinterpret_cast<const float*>(base + l * k.nb[2]) + i0);
+      transpose8(c);
+      for (int i = 0; i < 8; ++i)
+        for (int g = 0; g < G; ++g) acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_set1_ps(q[g][i0 + i]), c[i]));
+    }
+    for (int g = 0; g < G; ++g) _mm256_storeu_ps(w[g] + j, acc[g]);
+  }
+  for (; j < end; ++j) {
+    const auto* kr = reinterpret_cast<const float*>(elem_ptr(k, 0, kv, j, 0));
+    for (int g = 0; g < G; ++g) {
+      float dot = 0.0f;
+      for (int64_t i = 0; i < dk; ++i) dot += q[g][i] * kr[i];
+      w[g][j] = dot;
+    }
+  }
+}
+
+// acc_g[0, dv) = sum_j w_g[j] v_j over keys j < end with w_g[j] != 0 for G query heads (each V row
+// read once for all G), each lane adding w_g[j] * v_j[i] in key order from 0 (separate multiply and
+// add): the exact path's sums, bit for bit. dv % 8 == 0.
+template <int G>
+void weighted_rows_exact(const float* const* w, int64_t end, const Tensor& v, int64_t kv, int64_t dv,
+                         float* const* acc) {
+  constexpr int64_t kVecs = 8 / G;
+  for (int64_t i0 = 0; i0 < dv; i0 += kVecs * 8) {
+    const int64_t nv = std::min(kVecs, (dv - i0) / 8);
+    __m256 a[G][kVecs];
+    for (int g = 0; g < G; ++g)
+      for (int64_t u = 0; u < kVecs; ++u) a[g][u] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < end; ++j) {
+      const float* vr = reinterpret_cast<const float*>(elem_ptr(v, 0, kv, j, 0)) + i0;
+      for (int g = 0; g < G; ++g) {
+        if (w[g][j] == 0.0f) continue;  // masked (or underflowed) keys add nothing
+        const __m256 wj = _mm256_set1_ps(w[g][j]);
+        for (int64_t u = 0; u < nv; ++u)
+          a[g][u] = _mm256_add_ps(a[g][u], _mm256_mul_ps(wj, _mm256_loadu_ps(vr + u * 8)));
+      }
+    }
+    for (int g = 0; g < G; ++g)
+      for (int64_t u = 0; u < nv; ++u) _mm256_storeu_ps(acc[g] + i0 + u * 8, a[g][u]);
+  }
+}
+
+// The EXACT path over dense F32 rows for G query heads h0 .. h0+G-1 of one kv head and token t.
+template <int G>
+void attend_exact(const Tensor& dst, const SoftmaxParams& p, int64_t h0, int64_t t, int64_t kv, float* w_all,
+                  float* acc_all) {
+  const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
+  const int64_t dk = q.ne[0], n_q = q.ne[2], n_kv = k.ne[2], dv = v.ne[0];
+  const int64_t last = p.causal ? t + (n_kv - n_q) : n_kv - 1;
+  const float* qs[G];
+  float *ws[G], *accs[G];
+  for (int g = 0; g < G; ++g) {
+    qs[g] = reinterpret_cast<const float*>(elem_ptr(q, 0, h0 + g, t, 0));
+    ws[g] = w_all + g * n_kv;
+    accs[g] = acc_all + g * dv;
+  }
+  scores_exact<G>(qs, k, kv, std::clamp<int64_t>(last + 1, 0, n_kv), dk, ws);
+  int64_t end = 0;
+  for (int g = 0; g < G; ++g) {
+    end = masked_scores(ws[g], n_kv, p.scale, dst.src[3], t, last);
+    softmax_row(ws[g], end, n_kv);
+  }
+  weighted_rows_exact<G>(ws, end, v, kv, dv, accs);
+  for (int g = 0; g < G; ++g) store_row(dst, h0 + g, t, 0, accs[g]);
+}
+
+// EXACT FLASH_ATTN over dense F32 rows: query heads in pairs that share a kv head (GQA), so a long
+// KV span is read once per pair rather than once per head.
+void flash_attn_exact_vec(Tensor& dst) {
+  const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
+  const SoftmaxParams p = dst.p<SoftmaxParams>();
+  const int64_t dk = q.ne[0], n_head = q.ne[1], n_q = q.ne[2], n_kv = k.ne[2], dv = v.ne[0];
+  const int64_t group = n_head / k.ne[1];
+  const int64_t per = group % 2 == 0 ? 2 : 1;  // heads per unit
+  const int64_t units = n_head / per * n_q;
+  parallel_for(units, n_head * n_q * n_kv * (dk + dv) >= kParallelMinMacs, [&](int64_t r_begin, int64_t r_end) {
+    std::vector<float> w(static_cast<size_t>(per * n_kv)), acc(static_cast<size_t>(per * dv));
+    for (int64_t u = r_begin; u < r_end; ++u) {
+      const int64_t h0 = u % (n_head / per) * per, t = u / (n_head / per);
+      if (per == 2) {
+        attend_exact<2>(dst, p, h0, t, h0 / group, w.data(), acc.data());
+      } else {
+        attend_exact<1>(dst, p, h0, t, h0 / group, w.data(), acc.data());
+      }
+    }
+  });
+}
+#endif
+
 // F32 q, k, v whose rows are dense (the model's cache views), with whole vectors per v row.
 bool fast_attn_layout(const Tensor& q, const Tensor& k, const Tensor& v) {
   for (const Tensor* t : {&q, &k, &v})
@@ -132,11 +256,9 @@ void softmax(Tensor& dst) {
   const int64_t n_q = a.ne[1];
   const int64_t rows = nrows(dst);
   const bool fast = is_f32_rows(dst);
-#pragma omp parallel if (rows * n_kv >= kParallelMinElems)
-  {
+  parallel_for(rows, rows * n_kv >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> scratch(fast ? 0 : n_kv);
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t i1, i2, i3;
       unravel_row(dst, r, i1, i2, i3);
       float* w = fast ? reinterpret_cast<float*>(elem_ptr(dst, 0, i1, i2, i3)) : scratch.data();
@@ -150,7 +272,7 @@ void softmax(Tensor& dst) {
       softmax_row(w, masked_scores(w, n_kv, p.scale, mask, i1, last), n_kv);
       if (!fast) store_row(dst, i1, i2, i3, w);
     }
-  }
+  });
 }
 
 // q [Dk, H, T], k [Dk, Hkv, N], v [Dv, Hkv, N], mask (optional) F32 [N, T] -> [Dv, H, T]. One
@@ -167,12 +289,14 @@ void flash_attn(Tensor& dst, Precision precision) {
   const int64_t group = n_head / k.ne[1];
   const int64_t rows = n_head * n_q;
   const bool fast = precision == Precision::FAST && fast_attn_layout(q, k, v);
-#pragma omp parallel if (rows * n_kv * (dk + dv) >= kParallelMinMacs)
-  {
+#if defined(__AVX2__)
+  // EXACT over dense F32 rows: the same float operations in the same order, 8 lanes at a time.
+  if (!fast && fast_attn_layout(q, k, v) && dk % 8 == 0 && dv % 8 == 0) return flash_attn_exact_vec(dst);
+#endif
+  parallel_for(rows, rows * n_kv * (dk + dv) >= kParallelMinMacs, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> qr(static_cast<size_t>(dk)), kr(static_cast<size_t>(dk)), vr(static_cast<size_t>(dv));
     std::vector<float> w(static_cast<size_t>(n_kv)), acc(static_cast<size_t>(dv));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       const int64_t h = r % n_head, t = r / n_head, kv = h / group;
       const int64_t last = p.causal ? t + (n_kv - n_q) : n_kv - 1;
       if (fast) {
@@ -202,7 +326,7 @@ void flash_attn(Tensor& dst, Precision precision) {
       }
       store_row(dst, h, t, 0, acc.data());
     }
-  }
+  });
 }
 
 // x [D, H, T], pos I32 [T]: theta_i = pos * freq_scale * freq_base^(-2i/n_dims), i < n_dims/2.
@@ -219,13 +343,11 @@ void rope(Tensor& dst) {
   for (int32_t i = 0; i < half; ++i)
     inv_freq[i] = std::pow(static_cast<double>(p.freq_base), -2.0 * i / static_cast<double>(p.n_dims));
   const int64_t rows = nrows(dst);
-#pragma omp parallel if (rows * x.ne[0] >= kParallelMinElems)
-  {
+  parallel_for(rows, rows * x.ne[0] >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> row(static_cast<size_t>(x.ne[0]));
     std::vector<double> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
     int64_t cached_t = -1;  // rows of one token are consecutive: reuse its cos/sin
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t h, t, i3;
       unravel_row(dst, r, h, t, i3);
       if (t != cached_t) {
@@ -240,7 +362,7 @@ void rope(Tensor& dst) {
       rope_row(row.data(), cs.data(), sn.data(), p.n_dims, p.mode);
       store_row(dst, h, t, i3, row.data());
     }
-  }
+  });
 }
 
 }  // namespace gl::cpu

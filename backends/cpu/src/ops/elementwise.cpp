@@ -12,6 +12,7 @@
 #include "kernels.h"
 #include "parallel.h"
 #include "rows.h"
+#include "team.h"
 
 namespace gl::cpu {
 namespace {
@@ -53,12 +54,10 @@ void binary_rows(const Tensor& dst, F f) {
   const int64_t nb0 = b.ne[0];
   const int64_t rows = nrows(dst);
   const bool fast = is_f32_rows(a) && is_f32_rows(b) && is_f32_rows(dst);
-#pragma omp parallel if (rows * n >= kParallelMinElems)
-  {
+  parallel_for(rows, rows * n >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> xa(fast ? 0 : n);
     std::vector<float> xb(fast ? 0 : nb0);
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t i1, i2, i3;
       unravel_row(dst, r, i1, i2, i3);
       const int64_t j1 = i1 % b.ne[1], j2 = i2 % b.ne[2], j3 = i3 % b.ne[3];
@@ -71,7 +70,7 @@ void binary_rows(const Tensor& dst, F f) {
       binary_row(xa.data(), xb.data(), xa.data(), n, nb0, f);
       store_row(dst, i1, i2, i3, xa.data());
     }
-  }
+  });
 }
 
 // dst = f(src[0]) elementwise, same shape.
@@ -82,11 +81,9 @@ void unary_rows(const Tensor& dst, F f) {
   const int64_t n = dst.ne[0];
   const int64_t rows = nrows(dst);
   const bool fast = is_f32_rows(a) && is_f32_rows(dst);
-#pragma omp parallel if (rows * n >= kParallelMinElems)
-  {
+  parallel_for(rows, rows * n >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> x(fast ? 0 : n);
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t i1, i2, i3;
       unravel_row(dst, r, i1, i2, i3);
       const float* in = f32_row(a, i1, i2, i3);
@@ -98,7 +95,7 @@ void unary_rows(const Tensor& dst, F f) {
       for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
       if (!fast) store_row(dst, i1, i2, i3, x.data());
     }
-  }
+  });
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "kernels.h"
 #include "parallel.h"
 #include "rows.h"
+#include "team.h"
 
 namespace gl::cpu {
 namespace {
@@ -186,18 +187,18 @@ void copy_flat(const Tensor& from, const Tensor& to) {
   const bool tiled = same_rows && !dtype_traits(from.type).is_quant && !dense_row(from.type, from.nb[0]);
   const int64_t step = tiled ? kTile : 1;
   const int64_t rows = nrows(to);
-#pragma omp parallel if (nelements(to) >= kParallelMinElems)
-  {
+  const int64_t n_steps = (rows + step - 1) / step;
+  parallel_for(n_steps, nelements(to) >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     Scratch s;
-#pragma omp for schedule(static)
-    for (int64_t r0 = 0; r0 < rows; r0 += step) {
+    for (int64_t t = r_begin; t < r_end; ++t) {
+      const int64_t r0 = t * step;
       if (tiled) {
         copy_rows_tiled(from, to, r0, std::min(step, rows - r0), s);
       } else {
         copy_row(from, to, r0, s);
       }
     }
-  }
+  });
 }
 
 }  // namespace
@@ -212,16 +213,14 @@ void get_rows(Tensor& dst) {
   GL_ASSERT(dst.ne[0] == a.ne[0] && dst.ne[2] == a.ne[2] && dst.ne[3] == a.ne[3], "get_rows: dst shape mismatch");
   check_ids(dst, ids, a.ne[1]);
   const int64_t rows = nrows(dst);
-#pragma omp parallel if (nelements(dst) >= kParallelMinElems)
-  {
+  parallel_for(rows, nelements(dst) >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     Scratch s;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t i, b2, b3;
       unravel_row(dst, r, i, b2, b3);
       convert_tensor_row(a, id_at(ids, i, b2, b3), b2, b3, dst, i, b2, b3, s);
     }
-  }
+  });
 }
 
 // dst[:, ids[i, b2, b3], b2, b3] = src[:, i, b2, b3], written through src[0]'s memory.
@@ -237,17 +236,15 @@ void set_rows(Tensor& node) {
   check_ids(node, ids, dst.ne[1]);
   const std::vector<char> keep = last_writers(ids);
   const int64_t rows = nrows(src);
-#pragma omp parallel if (nelements(src) >= kParallelMinElems)
-  {
+  parallel_for(rows, nelements(src) >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     Scratch s;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       if (!keep[r]) continue;
       int64_t i, b2, b3;
       unravel_row(src, r, i, b2, b3);
       convert_tensor_row(src, i, b2, b3, dst, id_at(ids, i, b2, b3), b2, b3, s);
     }
-  }
+  });
 }
 
 // a and b joined along params.dim; same dtype, equal elsewhere.
@@ -259,11 +256,9 @@ void concat(Tensor& dst) {
   GL_ASSERT(a.type == b.type && dim >= 0 && dim < kMaxDims && dst.ne[dim] == a.ne[dim] + b.ne[dim],
             "concat: a and b must share a dtype and add up along dim");
   const int64_t rows = nrows(dst);
-#pragma omp parallel if (nelements(dst) >= kParallelMinElems)
-  {
+  parallel_for(rows, nelements(dst) >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     Scratch s;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       std::array<int64_t, kMaxDims> i{};  // dst coordinates, then the source's
       unravel_row(dst, r, i[1], i[2], i[3]);
       char* out = elem_ptr(dst, 0, i[1], i[2], i[3]);
@@ -279,7 +274,7 @@ void concat(Tensor& dst) {
       convert_strided(from.type, elem_ptr(from, 0, i[1], i[2], i[3]), from.nb[0], dst.type, out, dst.nb[0], dst.ne[0],
                       s);
     }
-  }
+  });
 }
 
 // CONT: src[0] -> dst (dst.type, dst's layout). CPY: src[0] -> src[1]'s memory, row-major order to row-major order.

@@ -24,6 +24,7 @@
 #include "matmul.h"
 #include "parallel.h"
 #include "rows.h"
+#include "team.h"
 
 namespace gl::cpu {
 namespace {
@@ -73,17 +74,18 @@ std::vector<const void*> activation_rows(const Tensor& x, const CpuTypeKernels& 
   const bool in_place = !quantizes_act(kern) && kern.act_type == DType::F32 && is_f32_rows(x);
   const auto rb = quantizes_act(kern) ? kern.act_row_bytes(k) : static_cast<int64_t>(row_bytes(kern.act_type, k));
   if (!in_place) storage.resize(static_cast<size_t>(n * rb));
-#pragma omp parallel for schedule(static) if (!in_place && n * k >= kParallelMinElems)
-  for (int64_t r = 0; r < n; ++r) {
-    if (in_place) {
-      int64_t i1, i2, i3;
-      unravel_row(x, r, i1, i2, i3);
-      rows[r] = elem_ptr(x, 0, i1, i2, i3);
-    } else {
-      convert_activation(x, r, kern, storage.data() + r * rb);
-      rows[r] = storage.data() + r * rb;
+  parallel_for(n, !in_place && n * k >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
+      if (in_place) {
+        int64_t i1, i2, i3;
+        unravel_row(x, r, i1, i2, i3);
+        rows[r] = elem_ptr(x, 0, i1, i2, i3);
+      } else {
+        convert_activation(x, r, kern, storage.data() + r * rb);
+        rows[r] = storage.data() + r * rb;
+      }
     }
-  }
+  });
   return rows;
 }
 
@@ -154,16 +156,14 @@ void run_blocks(const Tensor& w, const CpuTypeKernels& kern, const std::vector<B
     needs_scratch = needs_scratch || !reads_in_place(w, kern, b.end - b.begin);
     macs += (b.end - b.begin) * n * k;
   }
-#pragma omp parallel if (jobs > 1 && macs >= kParallelMinMacs)
-  {
+  parallel_for(jobs, jobs > 1 && macs >= kParallelMinMacs, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> scratch(needs_scratch ? static_cast<size_t>(tile * k) : 0);
-#pragma omp for schedule(dynamic)
-    for (int64_t job = 0; job < jobs; ++job) {
+    for (int64_t job = r_begin; job < r_end; ++job) {
       const int64_t n0 = job % tiles * tile;
       run_job(w, kern, blocks[static_cast<size_t>(job / tiles)], n0, static_cast<int>(std::min(tile, n - n0)),
               scratch.data(), rs);
     }
-  }
+  });
 }
 
 float* out_row(const Tensor& dst, int64_t i1, int64_t i2, int64_t i3) {

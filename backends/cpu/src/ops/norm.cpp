@@ -11,6 +11,7 @@
 #include "kernels.h"
 #include "parallel.h"
 #include "rows.h"
+#include "team.h"
 
 namespace gl::cpu {
 namespace {
@@ -38,11 +39,9 @@ void norm(Tensor& dst) {
   const int64_t n = dst.ne[0];
   const int64_t rows = nrows(dst);
   const bool fast = is_f32_rows(a) && is_f32_rows(dst);
-#pragma omp parallel if (rows * n >= kParallelMinElems)
-  {
+  parallel_for(rows, rows * n >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> x(fast ? 0 : n);
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t i1, i2, i3;
       unravel_row(dst, r, i1, i2, i3);
       const float* in = reinterpret_cast<const float*>(elem_ptr(a, 0, i1, i2, i3));
@@ -56,7 +55,7 @@ void norm(Tensor& dst) {
       scale_row(in, out, n, 1.0 / std::sqrt(denom + eps));
       if (!fast) store_row(dst, i1, i2, i3, x.data());
     }
-  }
+  });
 }
 
 }  // namespace gl::cpu

@@ -14,6 +14,7 @@
 #include "kernels.h"
 #include "parallel.h"
 #include "rows.h"
+#include "team.h"
 
 namespace gl::cpu {
 namespace {
@@ -56,17 +57,15 @@ void argmax(Tensor& dst) {
   GL_ASSERT(dst.ne[0] == a.ne[1] && dst.ne[1] == a.ne[2] && dst.ne[2] == a.ne[3],
             "argmax: dst must be [ne1, ne2, ne3]");
   const int64_t rows = nrows(a);
-#pragma omp parallel if (nelements(a) >= kParallelMinElems)
-  {
+  parallel_for(rows, nelements(a) >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> buf;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t i1, i2, i3;
       unravel_row(a, r, i1, i2, i3);
       const int32_t best = argmax_row(row_f32(a, i1, i2, i3, buf), a.ne[0]);
       *reinterpret_cast<int32_t*>(elem_ptr(dst, i1, i2, i3, 0)) = best;
     }
-  }
+  });
 }
 
 // a [n, ne1, ne2, ne3] -> I32 [k, ne1, ne2, ne3]
@@ -77,18 +76,16 @@ void top_k(Tensor& dst) {
   GL_ASSERT(k >= 1 && k <= a.ne[0] && dst.ne[0] == k, "top_k: k must be in [1, ne0] and equal dst.ne[0]");
   GL_ASSERT(dst.ne[1] == a.ne[1] && dst.ne[2] == a.ne[2] && dst.ne[3] == a.ne[3], "top_k: dst batch dims differ");
   const int64_t rows = nrows(a);
-#pragma omp parallel if (nelements(a) >= kParallelMinElems)
-  {
+  parallel_for(rows, nelements(a) >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> buf, v;
     std::vector<int32_t> idx;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t i1, i2, i3;
       unravel_row(a, r, i1, i2, i3);
       top_k_row(row_f32(a, i1, i2, i3, buf), a.ne[0], k, v, idx);
       for (int64_t j = 0; j < k; ++j) *reinterpret_cast<int32_t*>(elem_ptr(dst, j, i1, i2, i3)) = idx[j];
     }
-  }
+  });
 }
 
 // a [n, ne1, ne2, ne3] -> [1, ne1, ne2, ne3] in dst.type (F32 from the builder)
@@ -98,11 +95,9 @@ void sum_rows(Tensor& dst) {
   GL_ASSERT(dst.ne[0] == 1 && dst.ne[1] == a.ne[1] && dst.ne[2] == a.ne[2] && dst.ne[3] == a.ne[3],
             "sum_rows: dst must be [1, ne1, ne2, ne3]");
   const int64_t rows = nrows(a);
-#pragma omp parallel if (nelements(a) >= kParallelMinElems)
-  {
+  parallel_for(rows, nelements(a) >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> buf;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t i1, i2, i3;
       unravel_row(a, r, i1, i2, i3);
       const float* x = row_f32(a, i1, i2, i3, buf);
@@ -111,7 +106,7 @@ void sum_rows(Tensor& dst) {
       const float v = static_cast<float>(s);
       store_row(dst, i1, i2, i3, &v);
     }
-  }
+  });
 }
 
 }  // namespace gl::cpu

@@ -14,6 +14,7 @@
 #include "parallel.h"
 #include "rows.h"
 #include "ssm.h"
+#include "team.h"
 
 namespace gl::cpu {
 namespace {
@@ -120,12 +121,11 @@ void GdrProblem::load_qkv(int64_t j, int64_t t, float* q_out, float* k_out, floa
 
 void gated_delta_rule_recurrent(Tensor& dst) {
   const GdrProblem p(dst);
-#pragma omp parallel if (p.hv > 1 && p.hv * p.dk * p.dv * p.n_tokens >= kParallelMinMacs)
-  {
-    RecurrentScratch w(p);
-#pragma omp for schedule(static)
-    for (int64_t j = 0; j < p.hv; ++j) recurrent_head(p, j, w);
-  }
+  parallel_for(p.hv, p.hv > 1 && p.hv * p.dk * p.dv * p.n_tokens >= kParallelMinMacs,
+               [&](int64_t r_begin, int64_t r_end) {
+                 RecurrentScratch w(p);
+                 for (int64_t j = r_begin; j < r_end; ++j) recurrent_head(p, j, w);
+               });
 }
 
 void gated_delta_rule(Tensor& dst) {
@@ -150,11 +150,9 @@ void ssm_conv(Tensor& dst) {
       for (int64_t j = 0; j < kc; ++j) wt[j * c + ch] = taps[j];
     }
   }
-#pragma omp parallel if (n_t > 1 && c * n_t * kc >= kParallelMinElems)
-  {
+  parallel_for(n_t, n_t > 1 && c * n_t * kc >= kParallelMinElems, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> col(static_cast<size_t>(c)), acc(static_cast<size_t>(c));
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < n_t; ++t) {
+    for (int64_t t = r_begin; t < r_end; ++t) {
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < kc; ++j) {
         const float* __restrict x = row_or_load(xs, t + j, col.data());
@@ -164,7 +162,7 @@ void ssm_conv(Tensor& dst) {
       }
       store_row(dst, t, 0, 0, acc.data());
     }
-  }
+  });
 }
 
 }  // namespace gl::cpu

@@ -21,6 +21,7 @@
 #include "ggml-lite/status.h"
 #include "matmul.h"
 #include "ssm.h"
+#include "team.h"
 
 namespace gl::cpu {
 namespace {
@@ -152,12 +153,10 @@ void chunked_head(const GdrProblem& p, int64_t j, ChunkScratch& w) {
 void gated_delta_rule_chunked(Tensor& dst) {
   const GdrProblem p(dst);
   GL_ASSERT(p.n_states == 1, "[gated_delta_rule] the chunked form emits only the final state");
-#pragma omp parallel
-  {
+  parallel_for(p.hv, p.hv > 1, [&](int64_t r_begin, int64_t r_end) {
     ChunkScratch w(p);
-#pragma omp for schedule(static)
-    for (int64_t j = 0; j < p.hv; ++j) chunked_head(p, j, w);
-  }
+    for (int64_t j = r_begin; j < r_end; ++j) chunked_head(p, j, w);
+  });
 }
 
 }  // namespace gl::cpu
