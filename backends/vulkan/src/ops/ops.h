@@ -1,0 +1,30 @@
+// ops.h - the op families: each records a node's dispatches and answers supports() for its ops.
+//
+//   if (supports_elementwise(node)) binary(rec, node);
+//
+// A family's supports_* is the contract: a node it accepts must record correctly; anything else
+// runs on the CPU (the scheduler's fallback).
+#pragma once
+
+#include <cstddef>
+
+#include "ggml-lite/tensor.h"
+#include "recorder.h"
+
+namespace gl::vulkan {
+
+// elementwise.cpp: ADD, SUB, MUL, DIV, SCALE, SILU, SIGMOID, SOFTPLUS, EXP, SWIGLU.
+bool supports_elementwise(const Tensor& node);
+void elementwise(Recorder& rec, const Tensor& node);
+
+// norm.cpp: RMS_NORM, L2_NORM, SOFTMAX.
+bool supports_norm(const Tensor& node);
+void norm(Recorder& rec, const Tensor& node);
+void softmax(Recorder& rec, const Tensor& node);
+
+// rope.cpp: ROPE (its workspace holds the inverse frequencies).
+bool supports_rope(const Tensor& node);
+size_t rope_workspace(const Tensor& node);
+void rope(Recorder& rec, const Tensor& node);
+
+}  // namespace gl::vulkan
