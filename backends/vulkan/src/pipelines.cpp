@@ -11,6 +11,8 @@ GL_VK_SPV(elementwise)
 GL_VK_SPV(norm)
 GL_VK_SPV(softmax)
 GL_VK_SPV(rope)
+GL_VK_SPV(rows)
+GL_VK_SPV(copy)
 #undef GL_VK_SPV
 
 namespace gl::vulkan {
@@ -21,6 +23,8 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::NORM: return {gl_vk_spv_norm, gl_vk_spv_norm_words};
     case Shader::SOFTMAX: return {gl_vk_spv_softmax, gl_vk_spv_softmax_words};
     case Shader::ROPE: return {gl_vk_spv_rope, gl_vk_spv_rope_words};
+    case Shader::ROWS: return {gl_vk_spv_rows, gl_vk_spv_rows_words};
+    case Shader::COPY: return {gl_vk_spv_copy, gl_vk_spv_copy_words};
     case Shader::COUNT: break;
   }
   return {};

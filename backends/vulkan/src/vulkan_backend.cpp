@@ -52,14 +52,14 @@ void record_node(Recorder& rec, const Tensor& node) {
     case Op::L2_NORM: norm(rec, node); return;
     case Op::SOFTMAX: softmax(rec, node); return;
     case Op::ROPE: rope(rec, node); return;
+    case Op::GET_ROWS: get_rows(rec, node); return;
+    case Op::SET_ROWS: set_rows(rec, node); return;
+    case Op::CONCAT:
+    case Op::CONT:
+    case Op::CPY: copy(rec, node); return;
     case Op::MUL_MAT:
     case Op::MUL_MAT_ID:
     case Op::FLASH_ATTN:
-    case Op::GET_ROWS:
-    case Op::SET_ROWS:
-    case Op::CONCAT:
-    case Op::CONT:
-    case Op::CPY:
     case Op::ARGMAX:
     case Op::TOP_K:
     case Op::SUM_ROWS:
@@ -91,14 +91,14 @@ bool supports_node(const Tensor& node) {
     case Op::L2_NORM:
     case Op::SOFTMAX: return supports_norm(node);
     case Op::ROPE: return supports_rope(node);
-    case Op::MUL_MAT:
-    case Op::MUL_MAT_ID:
-    case Op::FLASH_ATTN:
     case Op::GET_ROWS:
     case Op::SET_ROWS:
     case Op::CONCAT:
     case Op::CONT:
-    case Op::CPY:
+    case Op::CPY: return supports_layout(node);
+    case Op::MUL_MAT:
+    case Op::MUL_MAT_ID:
+    case Op::FLASH_ATTN:
     case Op::ARGMAX:
     case Op::TOP_K:
     case Op::SUM_ROWS:

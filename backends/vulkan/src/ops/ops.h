@@ -27,4 +27,10 @@ bool supports_rope(const Tensor& node);
 size_t rope_workspace(const Tensor& node);
 void rope(Recorder& rec, const Tensor& node);
 
+// layout.cpp: GET_ROWS, SET_ROWS, CONT, CPY, CONCAT (F32, F16, BF16, I32).
+bool supports_layout(const Tensor& node);
+void get_rows(Recorder& rec, const Tensor& node);
+void set_rows(Recorder& rec, const Tensor& node);
+void copy(Recorder& rec, const Tensor& node);
+
 }  // namespace gl::vulkan
