@@ -108,6 +108,8 @@ bool supports_node(const Tensor& node) {
   return false;  // not reached: every op returns above
 }
 
+bool on_host(const Tensor& t) { return t.buffer != nullptr && t.buffer->backend().is_host(); }
+
 class VulkanBuffer final : public Buffer {
  public:
   VulkanBuffer(Backend& be, std::unique_ptr<Allocation> a, size_t bytes, BufferUsage u)
@@ -198,7 +200,10 @@ class VulkanBackend final : public Backend {
     if (n == 0) return;
     const Device::Located s = dev_->locate(static_cast<const char*>(src.data) + src_off);
     const Device::Located d = dev_->locate(static_cast<char*>(dst.data) + dst_off);
-    GL_ASSERT(s.alloc && d.alloc, "vulkan: copy_tensor of memory that is not this device's");
+    // A side in host memory (a node the scheduler ran on the CPU) is read or written in place.
+    if (!s.alloc && on_host(src)) return set_tensor(dst, static_cast<const char*>(src.data) + src_off, dst_off, n);
+    if (!d.alloc && on_host(dst)) return get_tensor(src, static_cast<char*>(dst.data) + dst_off, src_off, n);
+    GL_ASSERT(s.alloc && d.alloc, "vulkan: copy_tensor of memory that is neither this device's nor the host's");
     if (s.alloc == d.alloc && s.offset < d.offset + n && d.offset < s.offset + n) {
       Backend::copy_tensor(src, src_off, dst, dst_off, n);  // overlapping: vkCmdCopyBuffer forbids it
       return;
