@@ -13,6 +13,8 @@ GL_VK_SPV(softmax)
 GL_VK_SPV(rope)
 GL_VK_SPV(rows)
 GL_VK_SPV(copy)
+GL_VK_SPV(reduce)
+GL_VK_SPV(ssm_conv)
 #undef GL_VK_SPV
 
 namespace gl::vulkan {
@@ -25,6 +27,8 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::ROPE: return {gl_vk_spv_rope, gl_vk_spv_rope_words};
     case Shader::ROWS: return {gl_vk_spv_rows, gl_vk_spv_rows_words};
     case Shader::COPY: return {gl_vk_spv_copy, gl_vk_spv_copy_words};
+    case Shader::REDUCE: return {gl_vk_spv_reduce, gl_vk_spv_reduce_words};
+    case Shader::SSM_CONV: return {gl_vk_spv_ssm_conv, gl_vk_spv_ssm_conv_words};
     case Shader::COUNT: break;
   }
   return {};

@@ -57,13 +57,13 @@ void record_node(Recorder& rec, const Tensor& node) {
     case Op::CONCAT:
     case Op::CONT:
     case Op::CPY: copy(rec, node); return;
+    case Op::ARGMAX:
+    case Op::TOP_K:
+    case Op::SUM_ROWS: reduce(rec, node); return;
+    case Op::SSM_CONV: ssm_conv(rec, node); return;
     case Op::MUL_MAT:
     case Op::MUL_MAT_ID:
     case Op::FLASH_ATTN:
-    case Op::ARGMAX:
-    case Op::TOP_K:
-    case Op::SUM_ROWS:
-    case Op::SSM_CONV:
     case Op::GATED_DELTA_RULE: break;
   }
   throw VkFault{"no Vulkan kernel (supports() declines this op)"};
@@ -96,14 +96,14 @@ bool supports_node(const Tensor& node) {
     case Op::CONCAT:
     case Op::CONT:
     case Op::CPY: return supports_layout(node);
-    case Op::MUL_MAT:
-    case Op::MUL_MAT_ID:
-    case Op::FLASH_ATTN:
     case Op::ARGMAX:
     case Op::TOP_K:
-    case Op::SUM_ROWS:
+    case Op::SUM_ROWS: return supports_reduce(node);
+    case Op::MUL_MAT:
+    case Op::MUL_MAT_ID:
+    case Op::FLASH_ATTN: return false;
     case Op::SSM_CONV:
-    case Op::GATED_DELTA_RULE: return false;
+    case Op::GATED_DELTA_RULE: return supports_ssm(node);
   }
   return false;  // not reached: every op returns above
 }

@@ -33,4 +33,12 @@ void get_rows(Recorder& rec, const Tensor& node);
 void set_rows(Recorder& rec, const Tensor& node);
 void copy(Recorder& rec, const Tensor& node);
 
+// reduce.cpp: ARGMAX, TOP_K, SUM_ROWS.
+bool supports_reduce(const Tensor& node);
+void reduce(Recorder& rec, const Tensor& node);
+
+// ssm.cpp: SSM_CONV (GATED_DELTA_RULE is declined).
+bool supports_ssm(const Tensor& node);
+void ssm_conv(Recorder& rec, const Tensor& node);
+
 }  // namespace gl::vulkan
