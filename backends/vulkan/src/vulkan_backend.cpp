@@ -62,7 +62,7 @@ void record_node(Recorder& rec, const Tensor& node) {
     case Op::SUM_ROWS: reduce(rec, node); return;
     case Op::SSM_CONV: ssm_conv(rec, node); return;
     case Op::MUL_MAT:
-    case Op::MUL_MAT_ID:
+    case Op::MUL_MAT_ID: mul_mat(rec, node); return;
     case Op::FLASH_ATTN:
     case Op::GATED_DELTA_RULE: break;
   }
@@ -100,7 +100,7 @@ bool supports_node(const Tensor& node) {
     case Op::TOP_K:
     case Op::SUM_ROWS: return supports_reduce(node);
     case Op::MUL_MAT:
-    case Op::MUL_MAT_ID:
+    case Op::MUL_MAT_ID: return supports_matmul(node);
     case Op::FLASH_ATTN: return false;
     case Op::SSM_CONV:
     case Op::GATED_DELTA_RULE: return supports_ssm(node);

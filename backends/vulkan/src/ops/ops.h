@@ -41,4 +41,8 @@ void reduce(Recorder& rec, const Tensor& node);
 bool supports_ssm(const Tensor& node);
 void ssm_conv(Recorder& rec, const Tensor& node);
 
+// matmul.cpp: MUL_MAT, MUL_MAT_ID (F32, F16, BF16, Q8_0 weights).
+bool supports_matmul(const Tensor& node);
+void mul_mat(Recorder& rec, const Tensor& node);
+
 }  // namespace gl::vulkan
