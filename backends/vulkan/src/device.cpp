@@ -214,6 +214,9 @@ void Device::forget(const Allocation* a) {
 Allocation::~Allocation() {
   if (!device) return;
   if (base) device->forget(this);
+  // Queued work may still read or write it (an arena replaced by a larger one): the queue must
+  // be done first. After a device loss there is nothing to wait for.
+  (void)vkQueueWaitIdle(device->queue());
   VkDevice d = device->handle();
   if (mapped) vkUnmapMemory(d, memory);
   if (buffer) vkDestroyBuffer(d, buffer, nullptr);

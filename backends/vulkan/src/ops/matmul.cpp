@@ -7,8 +7,9 @@
 namespace gl::vulkan {
 namespace {
 
-constexpr uint32_t kTypeQ8_0 = 4;  // matmul.comp's TYPE_Q8_0
-constexpr uint32_t kTile = 8;      // matmul.comp's kTile
+constexpr uint32_t kTypeQ8_0 = 4;      // matmul.comp's TYPE_Q8_0
+constexpr uint32_t kTile = 8;          // matmul.comp's kTile
+constexpr uint32_t kRowsPerGroup = 4;  // matmul.comp's kRowsPerGroup
 
 struct MatmulPush {
   uint32_t x_nb[4], d_nb[4], w_nb[4];
@@ -67,7 +68,8 @@ void mul_mat(Recorder& rec, const Tensor& node) {
   pc.ids_nb1 = ids.nb[1];
   pc.x1 = x.ne[1];
   pc.n_experts = w.ne[2];
-  const uint64_t groups = uint64_t{pc.N} * ((pc.M + pc.tile - 1) / pc.tile) * d.ne[2] * d.ne[3];
+  const uint64_t groups =
+      uint64_t{(pc.N + kRowsPerGroup - 1) / kRowsPerGroup} * ((pc.M + pc.tile - 1) / pc.tile) * d.ne[2] * d.ne[3];
   if (groups >= (uint64_t{1} << 32)) throw VkFault{"mul_mat: too many work groups for one dispatch"};
   pc.n_groups = static_cast<uint32_t>(groups);
   rec.dispatch(Shader::MATMUL, {w, x, d, ids}, &pc, sizeof pc, pc.n_groups);
