@@ -16,6 +16,7 @@ GL_VK_SPV(copy)
 GL_VK_SPV(reduce)
 GL_VK_SPV(ssm_conv)
 GL_VK_SPV(matmul)
+GL_VK_SPV(gdr)
 #undef GL_VK_SPV
 
 namespace gl::vulkan {
@@ -31,6 +32,7 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::REDUCE: return {gl_vk_spv_reduce, gl_vk_spv_reduce_words};
     case Shader::SSM_CONV: return {gl_vk_spv_ssm_conv, gl_vk_spv_ssm_conv_words};
     case Shader::MATMUL: return {gl_vk_spv_matmul, gl_vk_spv_matmul_words};
+    case Shader::GDR: return {gl_vk_spv_gdr, gl_vk_spv_gdr_words};
     case Shader::COUNT: break;
   }
   return {};

@@ -63,8 +63,8 @@ void record_node(Recorder& rec, const Tensor& node) {
     case Op::SSM_CONV: ssm_conv(rec, node); return;
     case Op::MUL_MAT:
     case Op::MUL_MAT_ID: mul_mat(rec, node); return;
-    case Op::FLASH_ATTN:
-    case Op::GATED_DELTA_RULE: break;
+    case Op::GATED_DELTA_RULE: gated_delta_rule(rec, node); return;
+    case Op::FLASH_ATTN: break;
   }
   throw VkFault{"no Vulkan kernel (supports() declines this op)"};
 }

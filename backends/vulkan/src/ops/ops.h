@@ -37,9 +37,10 @@ void copy(Recorder& rec, const Tensor& node);
 bool supports_reduce(const Tensor& node);
 void reduce(Recorder& rec, const Tensor& node);
 
-// ssm.cpp: SSM_CONV (GATED_DELTA_RULE is declined).
+// ssm.cpp: SSM_CONV, GATED_DELTA_RULE.
 bool supports_ssm(const Tensor& node);
 void ssm_conv(Recorder& rec, const Tensor& node);
+void gated_delta_rule(Recorder& rec, const Tensor& node);
 
 // matmul.cpp: MUL_MAT, MUL_MAT_ID (F32, F16, BF16, Q8_0 weights).
 bool supports_matmul(const Tensor& node);
