@@ -17,6 +17,7 @@ GL_VK_SPV(reduce)
 GL_VK_SPV(ssm_conv)
 GL_VK_SPV(matmul)
 GL_VK_SPV(gdr)
+GL_VK_SPV(flash_attn)
 #undef GL_VK_SPV
 
 namespace gl::vulkan {
@@ -33,6 +34,7 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::SSM_CONV: return {gl_vk_spv_ssm_conv, gl_vk_spv_ssm_conv_words};
     case Shader::MATMUL: return {gl_vk_spv_matmul, gl_vk_spv_matmul_words};
     case Shader::GDR: return {gl_vk_spv_gdr, gl_vk_spv_gdr_words};
+    case Shader::FLASH_ATTN: return {gl_vk_spv_flash_attn, gl_vk_spv_flash_attn_words};
     case Shader::COUNT: break;
   }
   return {};

@@ -18,7 +18,20 @@
 namespace gl::vulkan {
 
 // One per shaders/<name>.comp (the list in CMakeLists.txt).
-enum class Shader : uint8_t { ELEMENTWISE, NORM, SOFTMAX, ROPE, ROWS, COPY, REDUCE, SSM_CONV, MATMUL, GDR, COUNT };
+enum class Shader : uint8_t {
+  ELEMENTWISE,
+  NORM,
+  SOFTMAX,
+  ROPE,
+  ROWS,
+  COPY,
+  REDUCE,
+  SSM_CONV,
+  MATMUL,
+  GDR,
+  FLASH_ATTN,
+  COUNT
+};
 
 inline constexpr uint32_t kMaxBindings = 8;
 inline constexpr uint32_t kPushBytes = 128;  // the minimum every Vulkan device offers

@@ -64,9 +64,9 @@ void record_node(Recorder& rec, const Tensor& node) {
     case Op::MUL_MAT:
     case Op::MUL_MAT_ID: mul_mat(rec, node); return;
     case Op::GATED_DELTA_RULE: gated_delta_rule(rec, node); return;
-    case Op::FLASH_ATTN: break;
+    case Op::FLASH_ATTN: flash_attn(rec, node); return;
   }
-  throw VkFault{"no Vulkan kernel (supports() declines this op)"};
+  throw VkFault{"no Vulkan kernel for this op"};  // not reached: every op returns above
 }
 
 // Per op family, the family's own answer (ops/ops.h); the ops without a shader yet are declined.
@@ -101,7 +101,7 @@ bool supports_node(const Tensor& node) {
     case Op::SUM_ROWS: return supports_reduce(node);
     case Op::MUL_MAT:
     case Op::MUL_MAT_ID: return supports_matmul(node);
-    case Op::FLASH_ATTN: return false;
+    case Op::FLASH_ATTN: return supports_flash_attn(node);
     case Op::SSM_CONV:
     case Op::GATED_DELTA_RULE: return supports_ssm(node);
   }
@@ -176,7 +176,11 @@ class VulkanBackend final : public Backend {
   }
 
   bool supports(const Tensor& node) const override { return supports_node(node); }
-  size_t workspace_size(const Tensor& node) const override { return node.op == Op::ROPE ? rope_workspace(node) : 0; }
+  size_t workspace_size(const Tensor& node) const override {
+    if (node.op == Op::ROPE) return rope_workspace(node);
+    if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(node);
+    return 0;
+  }
 
   void set_tensor(Tensor& t, const void* src, size_t off, size_t n) override {
     if (n == 0) return;

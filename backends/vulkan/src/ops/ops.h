@@ -46,4 +46,9 @@ void gated_delta_rule(Recorder& rec, const Tensor& node);
 bool supports_matmul(const Tensor& node);
 void mul_mat(Recorder& rec, const Tensor& node);
 
+// attention.cpp: FLASH_ATTN (its workspace holds the scores).
+bool supports_flash_attn(const Tensor& node);
+size_t flash_attn_workspace(const Tensor& node);
+void flash_attn(Recorder& rec, const Tensor& node);
+
 }  // namespace gl::vulkan
