@@ -35,6 +35,14 @@ uint f32_to_bf16(float f) {
   return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
+#define TYPE_Q8_0 4u
+
+// Element j (< 32) of the Q8_0 block at 16-bit word `blk` of array ARR16 (a uint16_t[] view):
+// 17 words per block, the f16 scale then 32 int8 (ggml-lite/quants/q8_0.h), little-endian.
+#define Q8_0_AT(ARR16, blk, j)                                                                        \
+  (f16_to_f32(uint(ARR16[blk])) *                                                                    \
+   float(int((((j) & 1u) == 1u ? uint(ARR16[(blk) + 1u + ((j) >> 1)]) >> 8 : uint(ARR16[(blk) + 1u + ((j) >> 1)])) << 24) >> 24))
+
 // Declares binding B as tensor NAME with load_NAME(type, index) and store_NAME(type, index, v);
 // index counts elements of the tensor's own dtype.
 #define TENSOR(B, NAME)                                                                   \

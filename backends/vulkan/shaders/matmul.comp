@@ -8,7 +8,6 @@
 // 34 bytes = 17 16-bit words: f16 scale, then 32 int8, as ggml-lite/quants/q8_0.h).
 #include "common.glsl"
 
-#define TYPE_Q8_0 4u
 #define kTile 8u
 #define kLanes 32u
 #define kRowsPerGroup 4u
@@ -39,11 +38,7 @@ shared float red[kRowsPerGroup][kTile][kLanes];
 // Element k of the weight row starting at `base`.
 float weight(uint tw, uint base, uint k) {
   if (tw != TYPE_Q8_0) return load_w(tw, base + k * pc.w_nb.x);
-  uint blk = base + (k >> 5) * 17u;
-  uint j = k & 31u;
-  uint word = uint(w16[blk + 1u + (j >> 1)]);
-  int q = int(((j & 1u) == 1u ? word >> 8 : word) << 24) >> 24;
-  return f16_to_f32(uint(w16[blk])) * float(q);
+  return Q8_0_AT(w16, base + (k >> 5) * 17u, k & 31u);
 }
 
 void main() {

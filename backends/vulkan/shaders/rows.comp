@@ -1,7 +1,8 @@
 #version 450
 // rows.comp - GET_ROWS (out[:, i, b2, b3] = a[:, ids[i, b2, b3], b2, b3]) and SET_ROWS
 // (dst[:, ids[i, b2, b3], b2, b3] = src[:, i, b2, b3]; of repeated ids the last row writes, as on
-// the CPU), with dtype conversion; one thread per element moved. Same dtypes move bits. An id
+// the CPU), with dtype conversion; one thread per element moved. Same dtypes move bits; GET_ROWS
+// also reads Q8_0 rows (s_nb in 16-bit words, dim 0 in blocks of 17). An id
 // outside [0, n_rows) moves nothing (the CPU reference aborts on it).
 #include "common.glsl"
 
@@ -46,5 +47,11 @@ void main() {
   } else {
     from.y = uint(id);
   }
-  move_elem(ts, pc.s_off + idot(from, pc.s_nb), td, pc.d_off + idot(to, pc.d_nb));
+  uint id_d = pc.d_off + idot(to, pc.d_nb);
+  if (ts == TYPE_Q8_0) {
+    uint blk = pc.s_off + (from.x >> 5) * 17u + from.y * pc.s_nb.y + from.z * pc.s_nb.z + from.w * pc.s_nb.w;
+    store_d(td, id_d, Q8_0_AT(s16, blk, from.x & 31u));
+    return;
+  }
+  move_elem(ts, pc.s_off + idot(from, pc.s_nb), td, id_d);
 }
