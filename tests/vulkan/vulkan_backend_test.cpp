@@ -75,23 +75,25 @@ TEST(VulkanBackend, DeclinesWhatItHasNoShaderFor) {
   auto be = make(false);
   ASSERT_NE(be, nullptr);
   Context ctx;
-  Tensor* w = ctx.new_tensor(DType::F32, {8, 4}, "w");
   Tensor* x = ctx.new_tensor(DType::F32, {8, 2}, "x");
-  EXPECT_FALSE(be->supports(*mul_mat(ctx, w, x)));
-  Tensor* q = ctx.new_tensor(DType::Q8_0, {64, 4}, "q");
   Tensor* ids = ctx.new_tensor(DType::I32, {2}, "ids");
-  EXPECT_FALSE(be->supports(*get_rows(ctx, q, ids)));
+  EXPECT_TRUE(be->supports(*get_rows(ctx, ctx.new_tensor(DType::Q8_0, {64, 4}, "q8"), ids)));
+  EXPECT_FALSE(be->supports(*get_rows(ctx, ctx.new_tensor(DType::Q4_K, {256, 4}, "q4k"), ids)));
+  EXPECT_FALSE(be->supports(
+      *mul_mat(ctx, ctx.new_tensor(DType::Q4_K, {256, 4}, "w4k"), ctx.new_tensor(DType::F32, {256, 2}, "x2"))));
+  Tensor* q8 = ctx.new_tensor(DType::Q8_0, {64, 4}, "cache");
+  EXPECT_FALSE(be->supports(*cpy(ctx, ctx.new_tensor(DType::F32, {64, 4}, "src"), q8)));
   EXPECT_TRUE(be->supports(*add(ctx, x, x)));
 }
 
-// rms_norm(x) on Vulkan, the product with w on the CPU (declined), then a Vulkan add: the executor
-// copies across both ways; the result matches the CPU backend alone.
+// rms_norm(x) on Vulkan, a product with Q4_K weights on the CPU (declined), then a Vulkan add: the
+// executor copies across both ways; the result matches the CPU backend alone.
 TEST(VulkanBackend, DeclinedNodeRunsOnTheCpu) {
   GL_REQUIRE_VULKAN();
   auto run = [](Backend& be) {
     Context ctx;
-    Tensor* x = ctx.new_tensor(DType::F32, {16, 3}, "x");
-    Tensor* w = ctx.new_tensor(DType::F32, {16, 5}, "w");
+    Tensor* x = ctx.new_tensor(DType::F32, {256, 3}, "x");
+    Tensor* w = ctx.new_tensor(DType::Q4_K, {256, 5}, "w");
     x->flags |= TENSOR_INPUT;
     w->flags |= TENSOR_INPUT;
     Tensor* h = mul_mat(ctx, w, rms_norm(ctx, x, 1e-6f));  // [5, 3]
@@ -99,12 +101,14 @@ TEST(VulkanBackend, DeclinedNodeRunsOnTheCpu) {
     y->flags |= TENSOR_OUTPUT;
     Graph g = Graph::build({y});
     Executor ex({&be});
-    std::vector<float> xs(48), ws(80), out(15, 0.0f);
+    std::vector<float> xs(256 * 3), ws(256 * 5), out(15, 0.0f);
     for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i));
     for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.3f);
+    std::vector<unsigned char> wq(nbytes(*w));
+    from_float(DType::Q4_K, ws.data(), wq.data(), static_cast<int64_t>(ws.size()));
     EXPECT_TRUE(ex.allocate(g).ok());
     ex.set_input(*x, xs.data());
-    ex.set_input(*w, ws.data());
+    ex.set_input(*w, wq.data());
     const Status s = ex.compute(g);
     EXPECT_TRUE(s.ok()) << s.error();
     ex.get_output(*y, out.data());
