@@ -33,12 +33,12 @@ Queue::~Queue() {
   if (pool_) vkDestroyCommandPool(dev_.handle(), pool_, nullptr);  // frees the command buffers
 }
 
-Queue::Frame& Queue::begin() {
+Queue::Frame& Queue::begin(bool reusable) {
   uint64_t done = 0;
   GL_VK_CHECK(vkGetSemaphoreCounterValue(dev_.handle(), timeline_, &done));
   Frame* f = nullptr;
   for (auto& fr : frames_)
-    if (!fr->recording && fr->value <= done) {
+    if (!fr->recording && !fr->pinned && fr->value <= done) {
       f = fr.get();
       break;
     }
@@ -56,7 +56,7 @@ Queue::Frame& Queue::begin() {
   GL_VK_CHECK(vkResetCommandBuffer(f->cmd, 0));
   f->sets->reset();
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  bi.flags = reusable ? VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   GL_VK_CHECK(vkBeginCommandBuffer(f->cmd, &bi));
   f->recording = true;
   return *f;
@@ -65,6 +65,12 @@ Queue::Frame& Queue::begin() {
 uint64_t Queue::submit(Frame& f) {
   f.recording = false;
   GL_VK_CHECK(vkEndCommandBuffer(f.cmd));
+  return submit_recorded(f);
+}
+
+uint64_t Queue::resubmit(Frame& f) { return submit_recorded(f); }
+
+uint64_t Queue::submit_recorded(Frame& f) {
   const uint64_t value = submitted_ + 1;
   VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
   ti.signalSemaphoreValueCount = 1;

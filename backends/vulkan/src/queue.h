@@ -28,6 +28,7 @@ class Queue {
     std::unique_ptr<DescriptorArena> sets;
     uint64_t value = 0;  // timeline value its last submission signals (0: never submitted)
     bool recording = false;
+    bool pinned = false;  // kept by the split cache for resubmission: begin() never hands it out
   };
 
   explicit Queue(Device& dev);
@@ -35,15 +36,20 @@ class Queue {
   Queue(const Queue&) = delete;
   Queue& operator=(const Queue&) = delete;
 
-  Frame& begin();             // throws VkFault
-  uint64_t submit(Frame& f);  // ends and submits f; throws VkFault
-  void abandon(Frame& f);     // ends f without submitting (an error while recording)
-  void wait(uint64_t value);  // throws VkFault
+  // A reset command buffer, recording. reusable: may be submitted again, also while a submission
+  // is pending (the split cache); else one-time. Throws VkFault.
+  Frame& begin(bool reusable = false);
+  uint64_t submit(Frame& f);    // ends and submits f; throws VkFault
+  uint64_t resubmit(Frame& f);  // submits f's recorded commands again; throws VkFault
+  void abandon(Frame& f);       // ends f without submitting (an error while recording)
+  void wait(uint64_t value);    // throws VkFault
   void wait_all() { wait(submitted_); }
   uint64_t submitted() const { return submitted_; }
   VkSemaphore timeline() const { return timeline_; }
 
  private:
+  uint64_t submit_recorded(Frame& f);
+
   Device& dev_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkSemaphore timeline_ = VK_NULL_HANDLE;

@@ -9,11 +9,13 @@
 
 #include "check.h"
 #include "device.h"
+#include "ggml-lite/diag.h"
 #include "ggml-lite/vulkan.h"
 #include "ops/ops.h"
 #include "pipelines.h"
 #include "queue.h"
 #include "recorder.h"
+#include "split_cache.h"
 
 namespace gl::vulkan {
 namespace {
@@ -228,9 +230,19 @@ class VulkanBackend final : public Backend {
       if (node->op != Op::NONE && !is_view_op(node->op) && !node->data)
         return Error("vulkan: " + describe(*node) + " has no memory");
     if (nodes.empty()) return {};
+    SplitKey key = replay_ ? split_key(nodes) : SplitKey{};
+    if (Queue::Frame* cached = replay_ ? cache_.find(key) : nullptr) {
+      try {
+        queue_->resubmit(*cached);
+      } catch (const VkFault& f) {
+        return Error("vulkan: resubmitting the split ending at " + describe(*nodes.back()) + ": " + f.what);
+      }
+      remember_split(nodes);
+      return {};
+    }
     Queue::Frame* frame = nullptr;
     try {
-      frame = &queue_->begin();
+      frame = &queue_->begin(/*reusable=*/replay_);
     } catch (const VkFault& f) {
       return Error("vulkan: starting a command buffer for " + describe(*nodes.front()) + ": " + f.what);
     }
@@ -250,8 +262,8 @@ class VulkanBackend final : public Backend {
     } catch (const VkFault& f) {
       return Error("vulkan: submitting the split ending at " + describe(*nodes.back()) + ": " + f.what);
     }
-    last_split_ = "the split of " + std::to_string(nodes.size()) + " nodes '" + nodes.front()->name + "' .. '" +
-                  nodes.back()->name + "'";
+    if (replay_) cache_.insert(std::move(key), *frame);
+    remember_split(nodes);
     return {};
   }
 
@@ -263,6 +275,8 @@ class VulkanBackend final : public Backend {
     }
     return {};
   }
+
+  const SplitCache& cache() const { return cache_; }
 
   std::unique_ptr<Event> make_event() override {
     return std::make_unique<VulkanEvent>(this, dev_->handle(), queue_->timeline());
@@ -285,6 +299,12 @@ class VulkanBackend final : public Backend {
   }
 
  private:
+  // The last split queued, named in a fault that surfaces later.
+  void remember_split(std::span<Tensor* const> nodes) {
+    last_split_ = "the split of " + std::to_string(nodes.size()) + " nodes '" + nodes.front()->name + "' .. '" +
+                  nodes.back()->name + "'";
+  }
+
   // n bytes between device address `dev_ptr` and host memory: a memcpy on the mapping after the
   // queue is idle, or through the staging buffer and a copy on the queue.
   void transfer(const void* dev_ptr, void* host, size_t n, bool to_device) {
@@ -321,10 +341,18 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Queue> queue_;
   std::unique_ptr<Allocation> staging_;
   bool force_staging_;
+  SplitCache cache_;
+  bool replay_ = !diag_env(Diag::VULKAN_REPLAY_OFF);  // GL_VULKAN_REPLAY=0: record every split afresh
   std::string last_split_ = "(no split yet)";
 };
 
 }  // namespace
+
+ReplayStats replay_stats(const Backend& backend) {
+  const auto* vk = dynamic_cast<const VulkanBackend*>(&backend);
+  if (!vk) return {};
+  return {vk->cache().records(), vk->cache().replays()};
+}
 
 Result<std::unique_ptr<Backend>> make_backend(const Options& opt) {
   Result<std::shared_ptr<Device>> dev = Device::open(opt.device);

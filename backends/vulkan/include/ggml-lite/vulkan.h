@@ -10,11 +10,15 @@
 // host_wait(). set_tensor/get_tensor (void) abort on a failed call. Shaders compute in f32 (no
 // float64): the op harness states the bound per op (OpCase::max_nmse_device).
 //
+// A split is recorded into a command buffer once and submitted again whenever the same split
+// (ops, params, shapes, strides and memory) comes back: a step graph replayed costs no recording.
+//
 // Memory: one VkBuffer per Buffer (a planner arena or a weight buffer), device-local. Where that
 // memory is also host-visible (lavapipe, integrated GPUs) transfers are memcpy on the mapping;
 // otherwise they go through a host-visible staging buffer and a copy on the queue.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,5 +45,11 @@ std::vector<DeviceInfo> devices();
 bool has_gpu();
 // The backend on the chosen device, or why there is none ("no Vulkan device: ...").
 Result<std::unique_ptr<Backend>> make_backend(const Options& opt = {});
+
+struct ReplayStats {
+  int64_t records = 0, replays = 0;  // splits recorded into command buffers, and resubmitted
+};
+// A Vulkan backend's split cache so far ({} for any other backend).
+ReplayStats replay_stats(const Backend& backend);
 
 }  // namespace gl::vulkan
