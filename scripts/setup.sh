@@ -6,6 +6,9 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   libomp-dev libpcre2-dev graphviz clang libclang-rt-14-dev clang-format ccache
+  # The Vulkan backend: loader and headers, the GLSL -> SPIR-V compiler, and lavapipe (Mesa's CPU
+  # Vulkan driver) on which its op-harness cases run in CI.
+  libvulkan-dev glslc glslang-tools spirv-headers mesa-vulkan-drivers
 )
 
 missing=()

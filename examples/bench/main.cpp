@@ -27,6 +27,9 @@
 #include "bench.h"
 #include "ggml-lite/cpu.h"
 #include "gguf-tools/synth.h"
+#ifdef GL_HAVE_VULKAN
+#include "ggml-lite/vulkan.h"
+#endif
 #ifdef GL_HAVE_CUDA
 #include "ggml-lite/cuda.h"
 #endif
@@ -54,8 +57,8 @@ void add_options(CLI::App& app, Args& a) {
                            "presets: gguf-synth --list)");
   m->excludes(s);
   app.add_option("--seed", a.seed, "seed of the synthetic model (as gguf-synth --seed)");
-  app.add_option("--backend", a.backend, "cpu or cuda (default: cuda when built with it and a device exists)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--backend", a.backend, "cpu, cuda or vulkan (default: cuda when built with it and a device exists)")
+      ->check(CLI::IsMember({"cpu", "cuda", "vulkan"}));
   app.add_option("-t,--threads", a.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   bench::Params& p = a.params;
   app.add_option("-p,--n-prompt", p.n_prompt, "prompt sizes for pp rows (list; 0 = none)")
@@ -106,8 +109,23 @@ struct BackendSetup {
   bench::BackendInfo info;
 };
 
+// --backend vulkan: the first discrete GPU, else the first Vulkan device (lavapipe included).
+gl::Result<BackendSetup> make_vulkan_backend() {
+#ifdef GL_HAVE_VULKAN
+  gl::Result<std::unique_ptr<gl::Backend>> vk = gl::vulkan::make_backend();
+  if (!vk) return gl::Error("--backend vulkan: " + vk.error());
+  std::string dev = "vulkan";
+  for (const gl::vulkan::DeviceInfo& d : gl::vulkan::devices())
+    if (d.type == "discrete" || dev == "vulkan") dev = fmt::format("vulkan: {} ({})", d.name, d.type);
+  return BackendSetup{std::move(*vk), {.name = "vulkan", .device = dev, .device_memory = false}};
+#else
+  return gl::Error("--backend vulkan: this build has no Vulkan backend (configure with -DGL_VULKAN=ON)");
+#endif
+}
+
 gl::Result<BackendSetup> make_backend(const Args& a) {
   std::string name = a.backend;
+  if (name == "vulkan") return make_vulkan_backend();
 #ifdef GL_HAVE_CUDA
   if (name.empty()) name = gl::cuda::device_count() > 0 ? "cuda" : "cpu";
   if (name == "cuda") {

@@ -19,6 +19,9 @@
 #include "ggml-lite/cuda.h"
 #endif
 #include "ggml-lite/dump.h"
+#ifdef GL_HAVE_VULKAN
+#include "ggml-lite/vulkan.h"
+#endif
 #include "ggml-lite/models/session.h"
 #include "ggml-lite/models/tokenizer.h"
 #include "report.h"
@@ -60,8 +63,9 @@ void add_options(CLI::App& app, Args& a) {
          "--precision", [&a](const std::string& name) { a.precision = *gl::precision_from_name(name); },
          "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
       ->check(CLI::IsMember({"exact", "fast"}));
-  app.add_option("--backend", a.backend, "compute backend (auto: cuda when built with it and a GPU is present)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--backend", a.backend,
+                 "compute backend (auto: cuda, else a Vulkan GPU, when built with them and present; else cpu)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "vulkan"}));
   app.add_option("--dump-graph", a.dump_graph, "print a step graph as text and exit")
       ->check(CLI::IsMember({"prefill", "decode", "verify", "mtp"}));
   app.add_flag("--ignore-eos", a.ignore_eos, "keep generating after the end-of-text token");
@@ -92,8 +96,22 @@ int dump_graph(const gl::qwen35::Model& m, gl::Backend& be, const Args& a, int k
   return 0;
 }
 
-// The backend --backend names; null (after printing why) when it cannot be had.
+// --backend vulkan: the Vulkan device (discrete GPU first); null after printing why not.
+std::unique_ptr<gl::Backend> make_vulkan_backend() {
+#ifdef GL_HAVE_VULKAN
+  gl::Result<std::unique_ptr<gl::Backend>> vk = gl::vulkan::make_backend();
+  if (vk) return std::move(*vk);
+  fmt::print(stderr, "qwen35: --backend vulkan: {}\n", vk.error());
+#else
+  fmt::print(stderr, "qwen35: this build has no Vulkan backend (configure with -DGL_VULKAN=ON); use --backend cpu\n");
+#endif
+  return nullptr;
+}
+
+// The backend --backend names; null (after printing why) when it cannot be had. auto: CUDA, else a
+// Vulkan GPU (not a CPU driver such as lavapipe), else the CPU.
 std::unique_ptr<gl::Backend> make_backend(const Args& a) {
+  if (a.backend == "vulkan") return make_vulkan_backend();
 #ifdef GL_HAVE_CUDA
   const bool has_gpu = gl::cuda::device_count() > 0;
   if (a.backend == "cuda" && !has_gpu) {
@@ -105,6 +123,11 @@ std::unique_ptr<gl::Backend> make_backend(const Args& a) {
   if (a.backend == "cuda") {
     fmt::print(stderr, "qwen35: this build has no CUDA backend (configure with the cuda preset); use --backend cpu\n");
     return nullptr;
+  }
+#endif
+#ifdef GL_HAVE_VULKAN
+  if (a.backend == "auto" && gl::vulkan::has_gpu()) {
+    if (gl::Result<std::unique_ptr<gl::Backend>> vk = gl::vulkan::make_backend()) return std::move(*vk);
   }
 #endif
   return gl::cpu::make_backend({.n_threads = a.threads});

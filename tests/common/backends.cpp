@@ -5,6 +5,9 @@
 #ifdef GL_HAVE_CUDA
 #include "ggml-lite/cuda.h"
 #endif
+#ifdef GL_HAVE_VULKAN
+#include "ggml-lite/vulkan.h"
+#endif
 
 namespace gl::test {
 
@@ -12,6 +15,9 @@ std::vector<std::string> compiled_backend_names() {
   std::vector<std::string> names{"cpu"};
 #ifdef GL_HAVE_CUDA
   if (cuda::device_count() > 0) names.emplace_back("cuda");
+#endif
+#ifdef GL_HAVE_VULKAN
+  if (!vulkan::devices().empty()) names.emplace_back("vulkan");
 #endif
   return names;
 }
@@ -29,6 +35,12 @@ std::unique_ptr<Backend> make_test_backend(std::string_view name) {
     std::unique_ptr<Backend> be = cuda::make_backend();
     be->set_precision(Precision::FAST);
     return be;
+  }
+#endif
+#ifdef GL_HAVE_VULKAN
+  if (name == "vulkan") {
+    Result<std::unique_ptr<Backend>> vk = vulkan::make_backend();
+    if (vk) return std::move(*vk);
   }
 #endif
   return nullptr;

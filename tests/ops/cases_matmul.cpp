@@ -84,6 +84,10 @@ void add_mul_mat_cases(DType wt, std::vector<OpCase>& out) {
   out.push_back(mm(wt, fmt::format("K{}_N33_M5", k), [=](In& in) {
     return mul_mat(in.ctx, in.input(wt, {k, 33}), in.input(DType::F32, {k, 5}));
   }));
+  // A prefill chunk: 37 rows span several row tiles of a device kernel (Vulkan: 8 rows), the last partial.
+  out.push_back(mm(wt, fmt::format("K{}_N20_M37_prefill", k), [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {k, 20}), in.input(DType::F32, {k, 37}));
+  }));
   out.push_back(mm(wt, "K256_N65_M1", [=](In& in) {
     return mul_mat(in.ctx, in.input(wt, {256, 65}), in.input(DType::F32, {256, 1}));
   }));

@@ -15,12 +15,13 @@
 namespace gl {
 
 enum class Diag : uint8_t {
-  CUDA_GRAPHS_OFF,  // GL_CUDA_GRAPHS=0: launch every split eagerly, no CUDA graph capture
-  CUDA_FUSION_OFF,  // GL_CUDA_FUSION=0: launch every node on its own
-  CUDA_PDL_OFF,     // GL_CUDA_PDL=0: no programmatic dependent launches
-  CUDA_PROFILE,     // GL_CUDA_PROFILE=1: per-node kernel times at exit
-  CUDA_TIMING,      // GL_CUDA_TIMING=1: device and host time per step at exit
-  UPDATE_GOLDEN,    // GL_UPDATE_GOLDEN=1: tests rewrite their golden files instead of comparing
+  CUDA_GRAPHS_OFF,    // GL_CUDA_GRAPHS=0: launch every split eagerly, no CUDA graph capture
+  CUDA_FUSION_OFF,    // GL_CUDA_FUSION=0: launch every node on its own
+  CUDA_PDL_OFF,       // GL_CUDA_PDL=0: no programmatic dependent launches
+  CUDA_PROFILE,       // GL_CUDA_PROFILE=1: per-node kernel times at exit
+  CUDA_TIMING,        // GL_CUDA_TIMING=1: device and host time per step at exit
+  VULKAN_REPLAY_OFF,  // GL_VULKAN_REPLAY=0: record every Vulkan split afresh, no command-buffer reuse
+  UPDATE_GOLDEN,      // GL_UPDATE_GOLDEN=1: tests rewrite their golden files instead of comparing
 };
 
 // Whether the switch is on: its variable is set to exactly its "on" value.

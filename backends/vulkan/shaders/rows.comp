@@ -1,0 +1,57 @@
+#version 450
+// rows.comp - GET_ROWS (out[:, i, b2, b3] = a[:, ids[i, b2, b3], b2, b3]) and SET_ROWS
+// (dst[:, ids[i, b2, b3], b2, b3] = src[:, i, b2, b3]; of repeated ids the last row writes, as on
+// the CPU), with dtype conversion; one thread per element moved. Same dtypes move bits; GET_ROWS
+// also reads Q8_0 rows (s_nb in 16-bit words, dim 0 in blocks of 17). An id
+// outside [0, n_rows) moves nothing (the CPU reference aborts on it).
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+
+TENSOR(0, s)
+TENSOR(1, x)
+TENSOR(2, d)
+
+layout(push_constant) uniform Push {
+  uvec4 ne;     // elements moved: src of SET_ROWS, dst of GET_ROWS
+  uvec4 s_nb;   // source strides
+  uvec4 d_nb;   // destination strides
+  uvec4 x_nb;   // ids strides (dims 0..2 used)
+  uint s_off, x_off, d_off;
+  uint types;   // s | d << 4
+  uint set;     // 1: SET_ROWS
+  uint n;       // threads
+  uint n_rows;  // rows an id may name
+} pc;
+
+void move_elem(uint ts, uint is, uint td, uint id) {
+  if (ts == td && (ts == TYPE_F16 || ts == TYPE_BF16)) d16[id] = s16[is];
+  else if (ts == td) di[id] = si[is];
+  else store_d(td, id, load_s(ts, is));
+}
+
+int id_at(uint i, uint b2, uint b3) { return xi[pc.x_off + i * pc.x_nb.x + b2 * pc.x_nb.y + b3 * pc.x_nb.z]; }
+
+void main() {
+  uint idx = group_index() * 256u + gl_LocalInvocationID.x;
+  if (idx >= pc.n) return;
+  uvec4 e = unravel(idx, pc.ne);
+  int id = id_at(e.y, e.z, e.w);
+  if (id < 0 || uint(id) >= pc.n_rows) return;
+  uint ts = pc.types & 15u, td = (pc.types >> 4) & 15u;
+  uvec4 from = e, to = e;
+  if (pc.set == 1u) {
+    for (uint j = e.y + 1u; j < pc.ne.y; ++j)
+      if (id_at(j, e.z, e.w) == id) return;  // a later row writes this id
+    to.y = uint(id);
+  } else {
+    from.y = uint(id);
+  }
+  uint id_d = pc.d_off + idot(to, pc.d_nb);
+  if (ts == TYPE_Q8_0) {
+    uint blk = pc.s_off + (from.x >> 5) * 17u + from.y * pc.s_nb.y + from.z * pc.s_nb.z + from.w * pc.s_nb.w;
+    store_d(td, id_d, Q8_0_AT(s16, blk, from.x & 31u));
+    return;
+  }
+  move_elem(ts, pc.s_off + idot(from, pc.s_nb), td, id_d);
+}

@@ -1,0 +1,84 @@
+// device.h - one Vulkan instance + logical device + compute queue, and the device memory it hands out.
+//
+//   Result<std::shared_ptr<Device>> dev = Device::open(-1);          // -1: discrete GPU first
+//   std::unique_ptr<Allocation> a = (*dev)->allocate(bytes, false);  // device-local VkBuffer
+//   Device::Located at = (*dev)->locate(t.data);                     // tensor pointer -> buffer + offset
+//
+// Tensors carry a `void* data`; device memory has no host address, so each allocation gets a
+// range of made-up addresses (never dereferenced, like a CUDA device pointer) from which locate()
+// recovers the VkBuffer and the byte offset. Allocations keep the Device alive (shared_ptr).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "ggml-lite/status.h"
+#include "ggml-lite/vulkan.h"
+
+namespace gl::vulkan {
+
+class Device;
+
+// One VkBuffer with its own memory. `mapped` is its host mapping where the memory is host-visible
+// and coherent (else nullptr: transfers go through staging).
+struct Allocation {
+  std::shared_ptr<Device> device;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  size_t size = 0;
+  char* mapped = nullptr;
+  char* base = nullptr;  // made-up address of byte 0 (see locate)
+  ~Allocation();
+};
+
+class Device : public std::enable_shared_from_this<Device> {
+ public:
+  static Result<std::shared_ptr<Device>> open(int index);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // A buffer of `bytes` (rounded up to 4) usable as storage and transfer source/destination.
+  // host_visible: from a host-visible coherent type (staging); else device-local, mapped when that
+  // type is host-visible too. Throws VkFault when the device is out of memory.
+  std::unique_ptr<Allocation> allocate(size_t bytes, bool host_visible);
+
+  struct Located {
+    Allocation* alloc = nullptr;  // nullptr: not memory of this device
+    size_t offset = 0;
+  };
+  Located locate(const void* p) const;
+
+  VkDevice handle() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  const VkPhysicalDeviceLimits& limits() const { return props_.limits; }
+  std::string name() const { return props_.deviceName; }
+
+ private:
+  Device() = default;
+  void create_device();
+  uint32_t memory_type(uint32_t bits, bool host_visible) const;
+  friend struct Allocation;
+  void forget(const Allocation* a);
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice phys_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  VkPhysicalDeviceProperties props_{};
+  VkPhysicalDeviceMemoryProperties mem_{};
+
+  mutable std::mutex mu_;                     // buffers may be freed from any thread
+  std::map<uintptr_t, Allocation*> by_base_;  // made-up base address -> allocation
+  uintptr_t next_base_ = uintptr_t{1} << 44;  // far from any host mapping, 64 KiB aligned ranges
+};
+
+}  // namespace gl::vulkan

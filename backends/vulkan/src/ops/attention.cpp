@@ -1,0 +1,76 @@
+// attention.cpp - FLASH_ATTN through shaders/flash_attn.comp: one work group per query row, the
+// row's scores in the node's workspace (heads x tokens x keys floats).
+#include "ops/ops.h"
+
+namespace gl::vulkan {
+namespace {
+
+struct AttnPush {
+  uint32_t q_nb[3], k_nb[3], v_nb[3], m_nb[2], d_nb[3];
+  uint32_t q_off, k_off, v_off, m_off, d_off, ws_off;
+  uint32_t dk, dv, n_head, n_q, n_kv, group, has_mask, causal, types;
+  float scale;
+};
+static_assert(sizeof(AttnPush) <= kPushBytes);
+
+bool float_operand(const Tensor& t) {
+  return (t.type == DType::F32 || t.type == DType::F16 || t.type == DType::BF16) && strides_in_elements(t);
+}
+
+}  // namespace
+
+bool supports_flash_attn(const Tensor& node) {
+  for (int i = 0; i < 3; ++i)
+    if (!float_operand(*node.src[i]) || nelements(*node.src[i]) >= (int64_t{1} << 32)) return false;
+  const Tensor* mask = node.src[3];
+  if (mask && (mask->type != DType::F32 || !strides_in_elements(*mask))) return false;
+  return float_operand(node) && flash_attn_workspace(node) < (size_t{1} << 31);
+}
+
+size_t flash_attn_workspace(const Tensor& node) {
+  const Tensor& q = *node.src[0];
+  return static_cast<size_t>(q.ne[1] * q.ne[2] * node.src[1]->ne[2]) * sizeof(float);
+}
+
+void flash_attn(Recorder& rec, const Tensor& node) {
+  const Operand q = rec.operand(*node.src[0]);
+  const Operand k = rec.operand(*node.src[1]);
+  const Operand v = rec.operand(*node.src[2]);
+  const bool has_mask = node.src[3] != nullptr;
+  const Operand m = has_mask ? rec.operand(*node.src[3]) : q;
+  const Operand d = rec.operand(node);
+  Tensor ws;
+  ws.ne = {static_cast<int64_t>(flash_attn_workspace(node) / sizeof(float)), 1, 1, 1};
+  set_contiguous_strides(ws);
+  ws.data = node.workspace;
+  ws.name = node.name + " (workspace)";
+  const Operand w = rec.operand(ws);
+  AttnPush pc{};
+  for (int i = 0; i < 3; ++i) {
+    pc.q_nb[i] = q.nb[i];
+    pc.k_nb[i] = k.nb[i];
+    pc.v_nb[i] = v.nb[i];
+    pc.d_nb[i] = d.nb[i];
+  }
+  pc.m_nb[0] = m.nb[0];
+  pc.m_nb[1] = m.nb[1];
+  pc.q_off = q.offset;
+  pc.k_off = k.offset;
+  pc.v_off = v.offset;
+  pc.m_off = m.offset;
+  pc.d_off = d.offset;
+  pc.ws_off = w.offset;
+  pc.dk = q.ne[0];
+  pc.dv = v.ne[0];
+  pc.n_head = q.ne[1];
+  pc.n_q = q.ne[2];
+  pc.n_kv = k.ne[2];
+  pc.group = q.ne[1] / k.ne[1];
+  pc.has_mask = has_mask ? 1 : 0;
+  pc.causal = node.p<SoftmaxParams>().causal ? 1 : 0;
+  pc.types = q.type | k.type << 4 | v.type << 8 | d.type << 12;
+  pc.scale = node.p<SoftmaxParams>().scale;
+  rec.dispatch(Shader::FLASH_ATTN, {q, k, v, m, d, w}, &pc, sizeof pc, pc.n_head * pc.n_q);
+}
+
+}  // namespace gl::vulkan

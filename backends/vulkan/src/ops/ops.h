@@ -1,0 +1,54 @@
+// ops.h - the op families: each records a node's dispatches and answers supports() for its ops.
+//
+//   if (supports_elementwise(node)) binary(rec, node);
+//
+// A family's supports_* is the contract: a node it accepts must record correctly; anything else
+// runs on the CPU (the scheduler's fallback).
+#pragma once
+
+#include <cstddef>
+
+#include "ggml-lite/tensor.h"
+#include "recorder.h"
+
+namespace gl::vulkan {
+
+// elementwise.cpp: ADD, SUB, MUL, DIV, SCALE, SILU, SIGMOID, SOFTPLUS, EXP, SWIGLU.
+bool supports_elementwise(const Tensor& node);
+void elementwise(Recorder& rec, const Tensor& node);
+
+// norm.cpp: RMS_NORM, L2_NORM, SOFTMAX.
+bool supports_norm(const Tensor& node);
+void norm(Recorder& rec, const Tensor& node);
+void softmax(Recorder& rec, const Tensor& node);
+
+// rope.cpp: ROPE (its workspace holds the inverse frequencies).
+bool supports_rope(const Tensor& node);
+size_t rope_workspace(const Tensor& node);
+void rope(Recorder& rec, const Tensor& node);
+
+// layout.cpp: GET_ROWS, SET_ROWS, CONT, CPY, CONCAT (F32, F16, BF16, I32).
+bool supports_layout(const Tensor& node);
+void get_rows(Recorder& rec, const Tensor& node);
+void set_rows(Recorder& rec, const Tensor& node);
+void copy(Recorder& rec, const Tensor& node);
+
+// reduce.cpp: ARGMAX, TOP_K, SUM_ROWS.
+bool supports_reduce(const Tensor& node);
+void reduce(Recorder& rec, const Tensor& node);
+
+// ssm.cpp: SSM_CONV, GATED_DELTA_RULE.
+bool supports_ssm(const Tensor& node);
+void ssm_conv(Recorder& rec, const Tensor& node);
+void gated_delta_rule(Recorder& rec, const Tensor& node);
+
+// matmul.cpp: MUL_MAT, MUL_MAT_ID (F32, F16, BF16, Q8_0 weights).
+bool supports_matmul(const Tensor& node);
+void mul_mat(Recorder& rec, const Tensor& node);
+
+// attention.cpp: FLASH_ATTN (its workspace holds the scores).
+bool supports_flash_attn(const Tensor& node);
+size_t flash_attn_workspace(const Tensor& node);
+void flash_attn(Recorder& rec, const Tensor& node);
+
+}  // namespace gl::vulkan

@@ -1,0 +1,60 @@
+// pipelines.h - the embedded shaders and their compute pipelines, created on first use.
+//
+//   Pipelines p(dev);
+//   VkPipeline e = p.get(Shader::ELEMENTWISE);   // compiled by the driver once per backend
+//
+// Every pipeline shares one layout: kMaxBindings storage buffers (set 0, bindings 0..7) and
+// kPushBytes of push constants, so a dispatch only differs in what it binds and pushes.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "device.h"
+
+namespace gl::vulkan {
+
+// One per shaders/<name>.comp (the list in CMakeLists.txt).
+enum class Shader : uint8_t {
+  ELEMENTWISE,
+  NORM,
+  SOFTMAX,
+  ROPE,
+  ROWS,
+  COPY,
+  REDUCE,
+  SSM_CONV,
+  MATMUL,
+  GDR,
+  FLASH_ATTN,
+  COUNT
+};
+
+inline constexpr uint32_t kMaxBindings = 8;
+inline constexpr uint32_t kPushBytes = 128;  // the minimum every Vulkan device offers
+
+std::span<const uint32_t> spirv(Shader s);
+
+class Pipelines {
+ public:
+  explicit Pipelines(Device& dev);
+  ~Pipelines();
+  Pipelines(const Pipelines&) = delete;
+  Pipelines& operator=(const Pipelines&) = delete;
+
+  VkPipeline get(Shader s);  // throws VkFault
+  VkPipelineLayout layout() const { return layout_; }
+  VkDescriptorSetLayout set_layout() const { return set_layout_; }
+
+ private:
+  Device& dev_;
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  std::array<VkPipeline, static_cast<size_t>(Shader::COUNT)> pipelines_{};
+};
+
+}  // namespace gl::vulkan

@@ -1,0 +1,83 @@
+// recorder.h - records one split's dispatches into a command buffer.
+//
+//   Recorder rec(dev, pipes, cmd, sets);
+//   Operand a = rec.operand(*node.src[0]);           // binding + element offset, type, strides
+//   rec.dispatch(Shader::ELEMENTWISE, {a, d}, &push, sizeof push, n_groups);
+//
+// A tensor is bound from its byte offset rounded down to the device's storage-buffer offset
+// alignment; the shader adds Operand::offset (elements of the tensor's type) to every index.
+// Every dispatch is followed by a memory barrier, so each node reads what the one before wrote.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "device.h"
+#include "ggml-lite/tensor.h"
+#include "pipelines.h"
+
+namespace gl::vulkan {
+
+// The dtype codes the shaders read (common.glsl): how a binding's words are interpreted.
+enum TypeCode : uint32_t { TYPE_F32 = 0, TYPE_F16 = 1, TYPE_BF16 = 2, TYPE_I32 = 3 };
+// Whether t's dtype has a shader code (F32, F16, BF16, I32); quantized types have none.
+bool has_type_code(DType t);
+TypeCode type_code(DType t);
+// Whether every stride of t is a whole number of its elements (the shaders index in elements).
+bool strides_in_elements(const Tensor& t);
+
+struct Operand {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize bind_offset = 0, range = 0;
+  uint32_t offset = 0;  // elements from the bound start to t's first element
+  uint32_t type = TYPE_F32;
+  std::array<uint32_t, 4> nb{};  // strides in elements
+  std::array<uint32_t, 4> ne{};
+};
+
+// Descriptor sets for one command buffer; reset() once the GPU is done with it.
+class DescriptorArena {
+ public:
+  explicit DescriptorArena(VkDevice dev) : dev_(dev) {}
+  ~DescriptorArena();
+  DescriptorArena(const DescriptorArena&) = delete;
+  DescriptorArena& operator=(const DescriptorArena&) = delete;
+  VkDescriptorSet allocate(VkDescriptorSetLayout layout);  // throws VkFault
+  void reset();
+
+ private:
+  VkDevice dev_;
+  std::vector<VkDescriptorPool> pools_;
+  size_t current_ = 0;
+};
+
+class Recorder {
+ public:
+  Recorder(Device& dev, Pipelines& pipes, VkCommandBuffer cmd, DescriptorArena& sets)
+      : dev_(dev), pipes_(pipes), cmd_(cmd), sets_(sets) {}
+
+  // t's memory as a shader operand; throws VkFault when t is not memory of this device.
+  Operand operand(const Tensor& t) const;
+  // Records an upload of `bytes` (a multiple of 4, at most 64 KiB) from host `data` into device
+  // memory at `dst` (a node's workspace), ordered before the dispatches after it; its operand.
+  Operand upload(void* dst, const void* data, uint32_t bytes) const;
+  // Up to kMaxBindings operands (binding i = operands[i]; the rest repeat the last one), the
+  // push constants, and groups_x * groups_y work groups (x is split over y past the device limit).
+  void dispatch(Shader s, std::initializer_list<Operand> operands, const void* push, uint32_t push_bytes,
+                uint32_t groups);
+  // Orders everything recorded so far before everything after (shader, transfer and host access).
+  void barrier() const;
+  VkCommandBuffer cmd() const { return cmd_; }
+
+ private:
+  Device& dev_;
+  Pipelines& pipes_;
+  VkCommandBuffer cmd_;
+  DescriptorArena& sets_;
+};
+
+}  // namespace gl::vulkan
