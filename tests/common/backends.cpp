@@ -1,6 +1,8 @@
 // backends.cpp - the test-backend registry.
 #include "common/backends.h"
 
+#include <iostream>
+
 #include "ggml-lite/cpu.h"
 #ifdef GL_HAVE_CUDA
 #include "ggml-lite/cuda.h"
@@ -41,6 +43,7 @@ std::unique_ptr<Backend> make_test_backend(std::string_view name) {
   if (name == "vulkan") {
     Result<std::unique_ptr<Backend>> vk = vulkan::make_backend();
     if (vk) return std::move(*vk);
+    std::cerr << "make_test_backend: " << vk.error() << "\n";
   }
 #endif
   return nullptr;

@@ -34,6 +34,14 @@ VkInstance create_instance() {
   return inst;
 }
 
+// One instance for the whole process, never destroyed: NVIDIA's driver refuses vkCreateInstance
+// after a few dozen create/destroy cycles in one process (seen on the H200, where the op harness
+// creates a backend per case). Null if no loader or driver answers.
+VkInstance shared_instance() {
+  static const VkInstance inst = create_instance();
+  return inst;
+}
+
 std::vector<VkPhysicalDevice> physical_devices(VkInstance inst) {
   uint32_t n = 0;
   if (vkEnumeratePhysicalDevices(inst, &n, nullptr) != VK_SUCCESS) return {};
@@ -70,14 +78,13 @@ int compute_queue_family(VkPhysicalDevice d) {
 }  // namespace
 
 std::vector<DeviceInfo> devices() {
-  VkInstance inst = create_instance();
+  VkInstance inst = shared_instance();
   if (!inst) return {};
   std::vector<DeviceInfo> out;
   for (VkPhysicalDevice d : physical_devices(inst)) {
     const VkPhysicalDeviceProperties p = properties(d);
     out.push_back({p.deviceName, type_name(p.deviceType)});
   }
-  vkDestroyInstance(inst, nullptr);
   return out;
 }
 
@@ -89,7 +96,7 @@ bool has_gpu() {
 
 Result<std::shared_ptr<Device>> Device::open(int index) {
   std::shared_ptr<Device> dev(new Device());
-  dev->instance_ = create_instance();
+  dev->instance_ = shared_instance();
   if (!dev->instance_) return Error("no Vulkan device: vkCreateInstance failed (no Vulkan loader or driver installed)");
   const std::vector<VkPhysicalDevice> ds = physical_devices(dev->instance_);
   if (ds.empty()) return Error("no Vulkan device: the Vulkan loader reports no physical device");
@@ -150,7 +157,6 @@ Device::~Device() {
     (void)vkDeviceWaitIdle(device_);  // a lost device has nothing left to wait for
     vkDestroyDevice(device_, nullptr);
   }
-  if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 
 // Device-local first (host-visible too where it can be: no staging needed); for staging, host

@@ -68,7 +68,7 @@ class Device : public std::enable_shared_from_this<Device> {
   friend struct Allocation;
   void forget(const Allocation* a);
 
-  VkInstance instance_ = VK_NULL_HANDLE;
+  VkInstance instance_ = VK_NULL_HANDLE;  // the process-wide instance (device.cpp), not owned
   VkPhysicalDevice phys_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
