@@ -14,10 +14,7 @@
 #include <vector>
 
 #include "common/backends.h"
-#include "ggml-lite/context.h"
-#include "ggml-lite/cpu.h"
-#include "ggml-lite/executor.h"
-#include "ggml-lite/ops.h"
+#include "ops/matmul_product.h"
 
 namespace gl::test {
 namespace {
@@ -26,47 +23,6 @@ constexpr DType kFastTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5
 constexpr DType kAllWeightTypes[] = {DType::F32,  DType::F16,    DType::BF16,   DType::Q8_0, DType::Q4_0, DType::Q4_1,
                                      DType::Q5_0, DType::Q5_1,   DType::Q2_K,   DType::Q3_K, DType::Q4_K, DType::Q5_K,
                                      DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
-
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = nd(rng);
-  return v;
-}
-
-// w [k, n] (quantized to t) times x [k, m] on the named test backend at precision p.
-std::vector<float> product(std::string_view backend, DType t, const std::vector<char>& w, const std::vector<float>& x,
-                           int64_t k, int64_t n, int64_t m, Precision p) {
-  Context ctx;
-  Tensor* wt = ctx.new_tensor(t, {k, n}, "w");
-  Tensor* xt = ctx.new_tensor(DType::F32, {k, m}, "x");
-  wt->flags |= TENSOR_INPUT;
-  xt->flags |= TENSOR_INPUT;
-  Tensor* y = mul_mat(ctx, wt, xt);
-  Graph g = Graph::build({y});
-  std::unique_ptr<Backend> be = make_test_backend(backend);
-  if (!be) {
-    ADD_FAILURE() << "backend " << backend << " is not available";
-    return {};
-  }
-  be->set_precision(p);
-  Executor ex({be.get()});
-  std::vector<float> out;
-  if (Status s = ex.allocate(g); !s) {
-    ADD_FAILURE() << "allocate: " << s.error();
-    return out;
-  }
-  ex.set_input(*wt, w.data());
-  ex.set_input(*xt, x.data());
-  if (Status s = ex.compute(g); !s) {
-    ADD_FAILURE() << "compute: " << s.error();
-    return out;
-  }
-  out.resize(static_cast<size_t>(n * m));
-  ex.get_output(*y, out.data());
-  return out;
-}
 
 // Shapes of both tests: K = 512 (2 super-blocks, 16 legacy blocks); N = 97 (a short last tile).
 constexpr int64_t kK = 512, kN = 97;

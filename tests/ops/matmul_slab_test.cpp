@@ -10,49 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "ggml-lite/context.h"
-#include "ggml-lite/cpu.h"
-#include "ggml-lite/executor.h"
-#include "ggml-lite/ops.h"
+#include "ops/matmul_product.h"
 
 namespace gl::test {
 namespace {
-
-std::vector<float> normal_floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = nd(rng);
-  return v;
-}
-
-// w [k, n] (stored as t) times x [k, m] on a 2-thread CPU backend (EXACT).
-std::vector<float> cpu_product(DType t, const std::vector<char>& w, const std::vector<float>& x, int64_t k, int64_t n,
-                               int64_t m) {
-  Context ctx;
-  Tensor* wt = ctx.new_tensor(t, {k, n}, "w");
-  Tensor* xt = ctx.new_tensor(DType::F32, {k, m}, "x");
-  wt->flags |= TENSOR_INPUT;
-  xt->flags |= TENSOR_INPUT;
-  Tensor* y = mul_mat(ctx, wt, xt);
-  Graph g = Graph::build({y});
-  auto be = cpu::make_backend({.n_threads = 2});
-  Executor ex({be.get()});
-  std::vector<float> out;
-  if (Status s = ex.allocate(g); !s) {
-    ADD_FAILURE() << "allocate: " << s.error();
-    return out;
-  }
-  ex.set_input(*wt, w.data());
-  ex.set_input(*xt, x.data());
-  if (Status s = ex.compute(g); !s) {
-    ADD_FAILURE() << "compute: " << s.error();
-    return out;
-  }
-  out.resize(static_cast<size_t>(n * m));
-  ex.get_output(*y, out.data());
-  return out;
-}
 
 class MatmulSlabs : public ::testing::TestWithParam<DType> {};
 
@@ -61,15 +22,15 @@ TEST_P(MatmulSlabs, RowsGiveTheBitsOfOneRowAtATime) {
   // more than one slab of 48 rows, then short register groups; N = 37: short weight groups.
   const DType t = GetParam();
   const int64_t k = dtype_traits(t).block_size == 1 ? 611 : 608, n = 37, m = 53;
-  const std::vector<float> wf = normal_floats(k * n, 3);
+  const std::vector<float> wf = random_floats(k * n, 3);
   std::vector<char> w(row_bytes(t, k) * n);
   from_float(t, wf.data(), w.data(), k * n);
-  const std::vector<float> x = normal_floats(k * m, 4);
-  const std::vector<float> all = cpu_product(t, w, x, k, n, m);
+  const std::vector<float> x = random_floats(k * m, 4);
+  const std::vector<float> all = product("cpu", t, w, x, k, n, m, Precision::EXACT);
   ASSERT_EQ(all.size(), static_cast<size_t>(n * m));
   for (int64_t r = 0; r < m; r += 4) {
     const std::vector<float> row(x.begin() + r * k, x.begin() + (r + 1) * k);
-    const std::vector<float> one = cpu_product(t, w, row, k, n, 1);
+    const std::vector<float> one = product("cpu", t, w, row, k, n, 1, Precision::EXACT);
     ASSERT_EQ(one.size(), static_cast<size_t>(n));
     EXPECT_EQ(std::memcmp(one.data(), all.data() + r * n, n * sizeof(float)), 0) << "row " << r;
   }
