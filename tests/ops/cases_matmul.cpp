@@ -107,6 +107,11 @@ void add_mul_mat_f32_only(std::vector<OpCase>& out) {
   out.push_back(mm(DType::F32, "K4096_N17_M3", [](In& in) {
     return mul_mat(in.ctx, in.input(DType::F32, {4096, 17}), in.input(DType::F32, {4096, 3}));
   }));
+  // A router-like product past the GEMV's rows: CUDA's tiled F32 kernel (64 x 64 tiles, K steps of
+  // 16), with partial tiles on every side.
+  out.push_back(mm(DType::F32, "K300_N130_M70", [](In& in) {
+    return mul_mat(in.ctx, in.input(DType::F32, {300, 130}), in.input(DType::F32, {300, 70}));
+  }));
   // x transposed: its elements along K are M floats apart.
   out.push_back(mm(DType::F32, "K65_N31_M5_transposed_x", [](In& in) {
     Tensor* x = transpose(in.ctx, in.input(DType::F32, {5, 65}));
@@ -171,12 +176,29 @@ void add_quant_family_cases(DType wt, std::vector<OpCase>& out) {
                  .max_nmse_fast = fast_nmse(wt)});
 }
 
+// mul_mat_id over 100 tokens, 2 of 3 experts each: ~67 slots per expert, so the tensor-core path
+// (CUDA) has full and partial tiles of 64 slots, and N = 70 a partial tile of weight rows.
+void add_many_token_id_case(DType wt, int64_t k, std::vector<OpCase>& out) {
+  out.push_back({.name = fmt::format("mul_mat_id_{}_K{}_N70_E3_U2_T100", tname(wt), k),
+                 .op = Op::MUL_MAT_ID,
+                 .build =
+                     [=](In& in) {
+                       Tensor* experts = in.input(wt, {k, 70, 3});
+                       Tensor* x = in.input(DType::F32, {k, 1, 100});
+                       Tensor* ids = in.input(DType::I32, {2, 100}, Fill::ids_distinct(3));
+                       return mul_mat_id(in.ctx, experts, x, ids);
+                     },
+                 .max_nmse = kNmseCpu,
+                 .max_nmse_device = device_nmse(wt),
+                 .max_nmse_fast = fast_nmse(wt)});
+}
+
 // The device paths of the same family: GEMV with 2 and 4 rows (verify), many weight rows (blocks of
-// 8 or 4 rows with a partial last block) and a long K (several warps per row), cuBLAS on F16 tiles
-// (M = 64, prefill), and mul_mat_id with more tokens than the direct path takes (expert tiles).
+// 8 or 4 rows with a partial last block) and a long K (several warps per row), prefill rows on the
+// tensor cores (M = 64 and 130), and mul_mat_id with more tokens than the direct path takes (expert tiles).
 void add_quant_family_device_cases(DType wt, std::vector<OpCase>& out) {
   const int64_t k = dtype_traits(wt).block_size == 256 ? 512 : 96;
-  for (const int64_t m : {2, 4, 64}) {
+  for (const int64_t m : {2, 4, 64, 130}) {  // 130: two full tensor-core tiles and a partial one
     out.push_back(mm(wt, fmt::format("K{}_N33_M{}", k, m), [=](In& in) {
       return mul_mat(in.ctx, in.input(wt, {k, 33}), in.input(DType::F32, {k, m}));
     }));
@@ -201,6 +223,7 @@ void add_quant_family_device_cases(DType wt, std::vector<OpCase>& out) {
                  .max_nmse = kNmseCpu,
                  .max_nmse_device = device_nmse(wt),
                  .max_nmse_fast = fast_nmse(wt)});
+  add_many_token_id_case(wt, k, out);
 }
 
 void add_mul_mat_id_cases(DType wt, std::vector<OpCase>& out) {
@@ -220,6 +243,7 @@ void add_mul_mat_id_cases(DType wt, std::vector<OpCase>& out) {
   };
   c("K64_N33_E8_U4_T5_shared_x", 1);        // every chosen expert reads the token's one row (gate/up)
   c("K64_N33_E8_U4_T5_row_per_expert", 4);  // expert slot u reads row u (down projection)
+  add_many_token_id_case(wt, 64, out);
 }
 
 }  // namespace

@@ -130,6 +130,9 @@ void add_sum_rows(std::vector<OpCase>& out) {
   push(out, "sum_rows_f32_transposed_33x5", Op::SUM_ROWS, kNmseF32Sum, [](In& in) {
     return sum_rows(in.ctx, transpose(in.ctx, in.input(DType::F32, {5, 33})));
   });
+  push(out, "sum_rows_f32_transposed_8x300", Op::SUM_ROWS, kNmseF32Sum, [](In& in) {  // short strided rows
+    return sum_rows(in.ctx, transpose(in.ctx, in.input(DType::F32, {300, 8})));
+  });
   push(out, "sum_rows_f16_65x3", Op::SUM_ROWS, kNmseF32Sum, [](In& in) {  // f16 in, f32 out
     return sum_rows(in.ctx, in.input(DType::F16, {65, 3}));
   });

@@ -31,7 +31,6 @@ namespace gl::cuda::mm {
 
 // 128 threads (256 measured slower on the H200: 37.5 vs 31.9 us for BF16 4096 x 12288).
 inline constexpr int kMaxThreads = 128;
-inline constexpr int64_t kMaxGridY = 65535;
 
 // Weight rows [0, n) of length k, row stride nb1, element stride nb0 (plain types).
 struct WDesc {

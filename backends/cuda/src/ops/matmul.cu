@@ -3,7 +3,8 @@
 // Why two paths: up to kGemvMaxRows rows per batch (decode, MTP verify) the weight read is the whole
 // cost and the result must be batch invariant, which the hand-written GEMV (matmul_gemv.cu) gives.
 // From there on the product is compute-bound and cuBLAS's tensor-core GEMM wins (STYLE rule 13):
-//   * F32 weights: SGEMM with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no reduced-precision steps);
+//   * F32 weights: up to kF32TiledMaxBytes a tiled CUDA-core kernel (matmul_f32.cu: the MoE
+//     router), above that SGEMM with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no reduced precision);
 //   * F16/BF16 weights: activations rounded to the weight format, F32 accumulation;
 //   * quantized weights (and any weight layout cuBLAS cannot address): tiles of weight rows
 //     converted to F16 (F32 for F32 weights) in scratch, one GEMM per tile; a quantized type
@@ -383,6 +384,13 @@ bool fits_int(const Tensor& t) {
   return true;
 }
 
+// Few activation rows, or an F32 weight matrix too narrow for matmul_f32.cu's tiles (the shared
+// expert's gate [H, 1]: read once per 8 rows from L2, 13 us at pp512 against cuBLAS's 130).
+bool gemv_path(const Tensor& w, const Tensor& x) {
+  return x.ne[1] <= mm::kGemvMaxRows ||
+         (w.type == DType::F32 && w.ne[1] < mm::kF32TiledMinRows && nbytes(w) <= mm::kF32TiledMaxBytes);
+}
+
 }  // namespace
 
 // The GEMV path (and mul_mat_chain, GEMV only) needs room for int8 activations (types with an int8
@@ -391,7 +399,8 @@ bool fits_int(const Tensor& t) {
 size_t mul_mat_workspace(const Tensor& dst) {
   const Tensor& x = *dst.src[1];
   if (nelements(dst) == 0) return 0;
-  if (x.ne[1] <= mm::kGemvMaxRows) return mm::q8_act_bytes(dst.src[0]->type, x);
+  if (gemv_path(*dst.src[0], x)) return mm::q8_act_bytes(dst.src[0]->type, x);
+  if (mm::f32_tiled_supported(*dst.src[0], x, dst)) return 0;
   const CublasLayout l = cublas_layout(*dst.src[0], x);
   return l.x_bytes + l.w_bytes;
 }
@@ -400,7 +409,8 @@ void mul_mat(const Ctx& ctx, Tensor& dst) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   if (nelements(dst) == 0) return;
-  if (x.ne[1] <= mm::kGemvMaxRows) return mm::gemv_mul_mat(ctx, w, x, dst);
+  if (gemv_path(w, x)) return mm::gemv_mul_mat(ctx, w, x, dst);
+  if (mm::f32_tiled_supported(w, x, dst)) return mm::f32_tiled_mul_mat(ctx, w, x, dst);
   mul_mat_cublas(ctx, w, x, dst);
 }
 

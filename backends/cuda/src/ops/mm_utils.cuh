@@ -26,6 +26,10 @@ namespace gl::cuda::mm {
 inline constexpr int kWarp = 32;
 // Activation rows one GEMV pass handles; more go to cuBLAS (mul_mat) or to row tiles (mul_mat_id).
 inline constexpr int kGemvMaxRows = 8;
+// Slots per routed tile of mul_mat_id's tensor-core path (matmul_id_mma.cu).
+inline constexpr int kMmaTileRows = 64;
+// The most blocks a launch puts along y (CUDA's limit); kernels loop over the rest.
+inline constexpr int64_t kMaxGridY = 65535;
 
 template <class T>
 __host__ __device__ constexpr T ceil_div(T a, T b) {
@@ -103,6 +107,22 @@ void gemv_mul_mat_chain(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor
 // GEMV of up to kGemvMaxRows rows per tile of slots routed to the same expert.
 void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,
                      const IdTiles* tiles);
+
+// matmul_id_mma.cu. Whether mul_mat_id's routed tiles of these experts and activations can go to
+// tensor cores (F16, BF16 and quantized experts, F32 activation rows), and the launch over tiles
+// of up to kMmaTileRows slots.
+// The activations rounded once for every tile (act: mma_id_act_bytes of workspace).
+bool mma_id_supported(const Tensor& experts, const Tensor& x);
+size_t mma_id_act_bytes(const Tensor& x);
+void mma_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, Tensor& dst, const IdTiles& tiles,
+                    void* act);
+
+// matmul_f32.cu. Small F32 weight matrices (the MoE router, the shared expert's gate) times more
+// than kGemvMaxRows activation rows: a tiled CUDA-core kernel instead of cuBLAS's pedantic SGEMM.
+inline constexpr size_t kF32TiledMaxBytes = size_t{8} << 20;
+inline constexpr int64_t kF32TiledMinRows = 32;
+bool f32_tiled_supported(const Tensor& w, const Tensor& x, const Tensor& dst);
+void f32_tiled_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst);
 
 // matmul_gemv_q8.cu. Weight types whose GEMV multiplies int8 activations under Precision::FAST.
 bool q8_gemv_type(DType w);

@@ -1,0 +1,343 @@
+// matmul_id_mma.cu - MUL_MAT_ID for prefill on tensor cores: each routed tile of matmul_id.cu (up
+// to kMmaTileRows slots sent to one expert) times that expert's weights.
+//
+// Why: with many tokens the expert products are compute-bound, and the GEMV tiles of
+// matmul_gemv.cu ran them on CUDA cores (35B-A3B Q8_0, pp512 on the H200: 2.0 ms per gate or up
+// product, ~4 TFLOP/s). Here a block multiplies a 64-slot x 64-weight-row output tile with WMMA
+// 16x16x16 fragments, K in steps of 32 staged through shared memory:
+//   * activations (F32) are rounded to the MMA type; under Precision::EXACT their rounding residue
+//     is a second operand (hi + lo: ~22 significant bits), as in matmul.cu's cuBLAS path;
+//   * F16 / BF16 weights are read as they are; a quantized type is decoded by its traits (Q::elem,
+//     the reference dequantizer) to F16, with its residue as a third operand under EXACT.
+// Accumulation is F32. Rows of the output tile past the tile's slot count are computed on zeros and
+// never stored; an expert's tile never mixes in another expert's rows.
+#include <mma.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "dtype_table.cuh"
+#include "kernels.cuh"
+#include "mm_utils.cuh"
+
+namespace gl::cuda::mm {
+namespace {
+
+namespace wmma = nvcuda::wmma;
+
+constexpr int kBM = 64;         // slots per output tile (= kMmaTileRows)
+constexpr int kBN = 64;         // weight rows per output tile
+constexpr int kBK = 32;         // K staged per step
+constexpr int kLd = kBK + 8;    // padded smem row (elements): no bank conflicts on fragment loads
+constexpr int kLdC = kBN + 4;   // padded F32 output row
+constexpr int kThreads = 128;   // 4 warps, 2 x 2 over the tile, 32 x 32 each
+static_assert(kBM == kMmaTileRows, "one output tile per routed tile");
+
+template <class T>
+__device__ __forceinline__ T to_mma(float v);
+template <>
+__device__ __forceinline__ __half to_mma<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_mma<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <class T>
+__device__ __forceinline__ float from_mma(T v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(v);
+  } else {
+    return __bfloat162float(v);
+  }
+}
+
+// Element k of a weight row as float, through the type's traits (the reference dequantizer).
+template <DType WT>
+__device__ __forceinline__ float quant_value(const char* row, int64_t k) {
+  using Q = QuantTraits<WT>;
+  return Q::elem(row + (k / Q::kBlock) * int64_t{Q::kBlockBytes}, static_cast<int>(k % Q::kBlock));
+}
+
+struct MmaArgs {
+  const char* w;  // experts [K, N, E]
+  int64_t w_nb1, w_nb2, k, n;
+  const void* xh;  // activations [K, x1, T] rounded to the MMA type, dense rows (then lo at xl)
+  const void* xl;
+  int64_t x1, n_used;
+  float* dst;  // [N, U, T], slot s = t * U + u at row s
+  IdTiles tiles;
+  bool split_x;  // EXACT: the activations' residue as a second operand
+  bool split_w;  // EXACT with a quantized type: the weights' residue as a third
+};
+
+// The shared tiles of one K step, and the F32 output tile after the last (the same memory).
+template <class T>
+struct alignas(32) Smem {
+  union {
+    struct {
+      T a[kBM * kLd], a_lo[kBM * kLd], b[kBN * kLd], b_lo[kBN * kLd];
+    } in;
+    float c[kBM * kLdC];
+  };
+  int64_t xrow[kBM];  // element offset of each slot's activation row
+  int32_t slot[kBM];
+};
+
+// 16-byte pieces of a staged kBK-long row: 8 MMA elements each.
+constexpr int kPieces = kBK / 8;
+constexpr int kPiecesPerThread = kBM * kPieces / kThreads;
+
+__device__ __forceinline__ uint4 load16(const void* p) { return *static_cast<const uint4*>(p); }
+__device__ __forceinline__ void store16(void* p, uint4 v) { *static_cast<uint4*>(p) = v; }
+
+// The activations of one step: each thread's pieces of the pre-rounded rows (and residues).
+template <class T>
+struct AStage {
+  uint4 hi[kPiecesPerThread], lo[kPiecesPerThread];
+  __device__ void load(const MmaArgs& p, const Smem<T>& s, int64_t k0, int count) {
+#pragma unroll
+    for (int j = 0; j < kPiecesPerThread; ++j) {
+      const int q = static_cast<int>(threadIdx.x) + j * kThreads, r = q / kPieces;
+      const int64_t k = k0 + 8 * (q % kPieces);
+      const bool live = r < count && k < p.k;
+      const int64_t at = s.xrow[r] + k;
+      hi[j] = live ? load16(static_cast<const T*>(p.xh) + at) : make_uint4(0, 0, 0, 0);
+      if (p.split_x) lo[j] = live ? load16(static_cast<const T*>(p.xl) + at) : make_uint4(0, 0, 0, 0);
+    }
+  }
+  __device__ void store(const MmaArgs& p, Smem<T>& s) const {
+#pragma unroll
+    for (int j = 0; j < kPiecesPerThread; ++j) {
+      const int q = static_cast<int>(threadIdx.x) + j * kThreads, at = (q / kPieces) * kLd + 8 * (q % kPieces);
+      store16(s.in.a + at, hi[j]);
+      if (p.split_x) store16(s.in.a_lo + at, lo[j]);
+    }
+  }
+};
+
+// The weights of one step, by how the type is stored (BStage). F16 / BF16: 16-byte pieces as they are.
+template <class T>
+struct PlainStage {
+  uint4 v[kPiecesPerThread];
+  __device__ void load(const MmaArgs& p, const char* wexp, int64_t n0, int64_t k0) {
+#pragma unroll
+    for (int j = 0; j < kPiecesPerThread; ++j) {
+      const int q = static_cast<int>(threadIdx.x) + j * kThreads, r = q / kPieces;
+      const int64_t k = k0 + 8 * (q % kPieces);
+      const bool live = n0 + r < p.n && k < p.k;
+      v[j] = live ? load16(wexp + (n0 + r) * p.w_nb1 + k * int64_t{sizeof(T)}) : make_uint4(0, 0, 0, 0);
+    }
+  }
+  __device__ void store(const MmaArgs&, Smem<T>& s) const {
+#pragma unroll
+    for (int j = 0; j < kPiecesPerThread; ++j) {
+      const int q = static_cast<int>(threadIdx.x) + j * kThreads;
+      store16(s.in.b + (q / kPieces) * kLd + 8 * (q % kPieces), v[j]);
+    }
+  }
+};
+
+// Rounds 8 floats to halves (and their residues) into two 16-byte pieces.
+__device__ __forceinline__ void round8(const float (&v)[8], uint4& hi, uint4& lo) {
+  uint32_t h[4], l[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const __half2 x = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+    const __half2 y = __floats2half2_rn(v[2 * e] - __low2float(x), v[2 * e + 1] - __high2float(x));
+    h[e] = *reinterpret_cast<const uint32_t*>(&x);
+    l[e] = *reinterpret_cast<const uint32_t*>(&y);
+  }
+  hi = make_uint4(h[0], h[1], h[2], h[3]);
+  lo = make_uint4(l[0], l[1], l[2], l[3]);
+}
+
+// A quantized type: each thread decodes 16 consecutive elements of one row (two threads a row)
+// through the traits, then rounds them to F16 pieces. (Tried: 16 threads a row, a pair each, so
+// that a warp reads two rows instead of 16: slower, 2.3 vs 1.6 ms per 35B-A3B gate product at
+// pp512; the 16 elements of one block share their scale read.)
+template <DType WT>
+struct QuantStage {
+  static_assert(kBN * kBK / kThreads == 16, "two threads per weight row");
+  float v[16];
+  __device__ void load(const MmaArgs& p, const char* wexp, int64_t n0, int64_t k0) {
+    const int r = static_cast<int>(threadIdx.x) / 2;
+    const int64_t k = k0 + 16 * (threadIdx.x % 2);
+    const bool live = n0 + r < p.n && k < p.k;
+    const char* row = wexp + (live ? n0 + r : 0) * p.w_nb1;
+#pragma unroll
+    for (int e = 0; e < 16; ++e) v[e] = live ? quant_value<WT>(row, k + e) : 0.0f;
+  }
+  __device__ void store(const MmaArgs& p, Smem<__half>& s) const {
+    const int at = (static_cast<int>(threadIdx.x) / 2) * kLd + 16 * (threadIdx.x % 2);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      uint4 hi, lo;
+      round8(reinterpret_cast<const float(&)[8]>(v[8 * h]), hi, lo);
+      store16(s.in.b + at + 8 * h, hi);
+      if (p.split_w) store16(s.in.b_lo + at + 8 * h, lo);
+    }
+  }
+};
+
+template <DType WT, class T>
+using BStage = std::conditional_t<WT == DType::F16 || WT == DType::BF16, PlainStage<T>, QuantStage<WT>>;
+
+using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+// The warp's 32 x 32 share of the output tile over one staged K step.
+template <class T>
+__device__ void mma_step(const MmaArgs& p, const Smem<T>& s, int wm, int wn, Acc (&acc)[2][2]) {
+#pragma unroll
+  for (int ks = 0; ks < kBK; ks += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[2], a_lo[2];
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b[2], b_lo[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      wmma::load_matrix_sync(a[i], s.in.a + (wm * 32 + i * 16) * kLd + ks, kLd);
+      if (p.split_x) wmma::load_matrix_sync(a_lo[i], s.in.a_lo + (wm * 32 + i * 16) * kLd + ks, kLd);
+      wmma::load_matrix_sync(b[i], s.in.b + (wn * 32 + i * 16) * kLd + ks, kLd);
+      if (p.split_w) wmma::load_matrix_sync(b_lo[i], s.in.b_lo + (wn * 32 + i * 16) * kLd + ks, kLd);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+        if (p.split_x) wmma::mma_sync(acc[i][j], a_lo[i], b[j], acc[i][j]);
+        if (p.split_w) wmma::mma_sync(acc[i][j], a[i], b_lo[j], acc[i][j]);
+      }
+  }
+}
+
+// The output tile through shared memory to its slots' rows (a warp stores 32 adjacent outputs).
+template <class T>
+__device__ void store_tile(const MmaArgs& p, Smem<T>& s, int wm, int wn, Acc (&acc)[2][2], int64_t n0, int count) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      wmma::store_matrix_sync(s.c + (wm * 32 + i * 16) * kLdC + wn * 32 + j * 16, acc[i][j], kLdC,
+                              wmma::mem_row_major);
+  __syncthreads();
+  for (int e = static_cast<int>(threadIdx.x); e < kBM * kBN; e += kThreads) {
+    const int r = e / kBN, c = e % kBN;
+    if (r < count && n0 + c < p.n) p.dst[static_cast<int64_t>(s.slot[r]) * p.n + n0 + c] = s.c[r * kLdC + c];
+  }
+}
+
+// Block (x, y): weight rows [64 x, + 64) of routed tile y. The operands of step k + 1 are loaded
+// into registers while the tensor cores work on step k.
+template <DType WT, class T>
+__global__ void __launch_bounds__(kThreads) moe_mma_kernel(MmaArgs p) {
+  __shared__ Smem<T> s;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / kWarp;
+  const int wm = warp / 2, wn = warp % 2;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
+  for (int64_t g = blockIdx.y; g < p.tiles.max_tiles; g += gridDim.y) {
+    if (g >= *p.tiles.n_tiles) return;  // tiles past the routed count are empty
+    const int count = p.tiles.tile_count[g];
+    const char* wexp = p.w + static_cast<int64_t>(p.tiles.tile_expert[g]) * p.w_nb2;
+    if (tid < kBM) {
+      const int32_t slot = tid < count ? p.tiles.slots[p.tiles.tile_begin[g] + tid] : 0;
+      const int64_t u = slot % p.n_used, t = slot / p.n_used;
+      s.slot[tid] = slot;
+      s.xrow[tid] = (t * p.x1 + u % p.x1) * p.k;
+    }
+    __syncthreads();
+
+    Acc acc[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+    AStage<T> a;
+    BStage<WT, T> b;
+    a.load(p, s, 0, count);
+    b.load(p, wexp, n0, 0);
+    for (int64_t k0 = 0; k0 < p.k; k0 += kBK) {
+      a.store(p, s);
+      b.store(p, s);
+      __syncthreads();
+      if (k0 + kBK < p.k) {
+        a.load(p, s, k0 + kBK, count);
+        b.load(p, wexp, n0, k0 + kBK);
+      }
+      mma_step(p, s, wm, wn, acc);
+      __syncthreads();
+    }
+    store_tile(p, s, wm, wn, acc, n0, count);
+    __syncthreads();
+  }
+}
+
+// x [K, x1, T] (F32, any row strides) -> dense rows rounded to T, and their residues when lo.
+template <class T>
+__global__ void round_rows_kernel(const char* x, int64_t nb1, int64_t nb2, int64_t k, int64_t x1, int64_t n, T* hi,
+                                  T* lo) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = i / k, u = row % x1, t = row / x1;
+    const float v = *reinterpret_cast<const float*>(x + u * nb1 + t * nb2 + (i % k) * 4);
+    const T h = to_mma<T>(v);
+    hi[i] = h;
+    if (lo) lo[i] = to_mma<T>(v - from_mma(h));
+  }
+}
+
+template <DType WT, class T>
+void launch_mma(const Ctx& ctx, const Tensor& x, const MmaArgs& p) {
+  const int64_t n = nelements(x);
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div<int64_t>(n, 256), 65535));
+  round_rows_kernel<T><<<blocks, 256, 0, ctx.stream>>>(static_cast<const char*>(x.data), static_cast<int64_t>(x.nb[1]),
+                                                       static_cast<int64_t>(x.nb[2]), x.ne[0], x.ne[1], n,
+                                                       static_cast<T*>(const_cast<void*>(p.xh)),
+                                                       p.split_x ? static_cast<T*>(const_cast<void*>(p.xl)) : nullptr);
+  GL_CUDA_CHECK(cudaGetLastError());
+  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(p.n, kBN)),
+                  static_cast<unsigned>(p.tiles.max_tiles < kMaxGridY ? p.tiles.max_tiles : kMaxGridY));
+  moe_mma_kernel<WT, T><<<grid, kThreads, 0, ctx.stream>>>(p);
+  GL_CUDA_CHECK(cudaGetLastError());
+}
+
+bool aligned16(const void* p, int64_t a, int64_t b) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0 && a % 16 == 0 && b % 16 == 0;
+}
+
+}  // namespace
+
+// F16 / BF16 experts are read in 16-byte pieces, so their rows must be aligned; rows of K % 8 == 0
+// elements keep the rounded activations' pieces aligned.
+bool mma_id_supported(const Tensor& experts, const Tensor& x) {
+  const DType wt = experts.type;
+  const bool plain = wt == DType::F16 || wt == DType::BF16;
+  const bool w_ok = dtype_traits(wt).is_quant ||
+                    (plain && experts.nb[0] == dtype_traits(wt).block_bytes &&
+                     aligned16(experts.data, static_cast<int64_t>(experts.nb[1]), static_cast<int64_t>(experts.nb[2])));
+  return w_ok && x.type == DType::F32 && x.nb[0] == sizeof(float) && x.ne[3] == 1 && experts.ne[0] % 8 == 0;
+}
+
+size_t mma_id_act_bytes(const Tensor& x) { return 2 * ceil_div<size_t>(nelements(x) * 2, 256) * 256; }
+
+void mma_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, Tensor& dst, const IdTiles& tiles,
+                    void* act) {
+  check_quant_alignment(experts);
+  const bool exact = ctx.precision == Precision::EXACT;
+  MmaArgs p{static_cast<const char*>(experts.data),
+            static_cast<int64_t>(experts.nb[1]),
+            static_cast<int64_t>(experts.nb[2]),
+            experts.ne[0],
+            experts.ne[1],
+            act,
+            static_cast<char*>(act) + mma_id_act_bytes(x) / 2,
+            x.ne[1],
+            dst.ne[1],
+            static_cast<float*>(dst.data),
+            tiles,
+            exact,
+            exact && dtype_traits(experts.type).is_quant};
+  if (experts.type == DType::F16) return launch_mma<DType::F16, __half>(ctx, x, p);
+  if (experts.type == DType::BF16) return launch_mma<DType::BF16, __nv_bfloat16>(ctx, x, p);
+  with_weight_quant_host(experts.type, [&](auto q) { launch_mma<decltype(q)::kType, __half>(ctx, x, p); });
+}
+
+}  // namespace gl::cuda::mm
