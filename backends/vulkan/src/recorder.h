@@ -72,6 +72,7 @@ class Recorder {
   // Orders everything recorded so far before everything after (shader, transfer and host access).
   void barrier() const;
   VkCommandBuffer cmd() const { return cmd_; }
+  const Device& device() const { return dev_; }
 
  private:
   Device& dev_;

@@ -355,7 +355,7 @@ ReplayStats replay_stats(const Backend& backend) {
 }
 
 Result<std::unique_ptr<Backend>> make_backend(const Options& opt) {
-  Result<std::shared_ptr<Device>> dev = Device::open(opt.device);
+  Result<std::shared_ptr<Device>> dev = Device::open(opt.device, opt.cooperative_matrix);
   if (!dev) return Error("vulkan: " + dev.error());
   const std::string device_name = (*dev)->name();
   try {

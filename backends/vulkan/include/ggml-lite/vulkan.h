@@ -31,6 +31,9 @@ namespace gl::vulkan {
 struct Options {
   int device = -1;             // index into devices(); -1: the first discrete GPU, else the first device
   bool force_staging = false;  // transfers through the staging buffer even where memory is mapped (tests)
+  // Prefill products of F16/BF16/Q8_0 weights on tensor cores (VK_NV_cooperative_matrix, operands
+  // rounded to f16) where the device offers them; false: the f32 tiled shader (tests compare them).
+  bool cooperative_matrix = true;
 };
 
 struct DeviceInfo {
