@@ -116,6 +116,11 @@ void add_mul_mat_f32_only(std::vector<OpCase>& out) {
   out.push_back(mm(DType::F32, "K4096_N17_M3", [](In& in) {
     return mul_mat(in.ctx, in.input(DType::F32, {4096, 17}), in.input(DType::F32, {4096, 3}));
   }));
+  // A decode row longer than one pass of a GEMV work group (Vulkan: 641 chunks of 8 = 128
+  // invocations x 4 unrolled, then a partial pass): BF16, as the model's weights.
+  out.push_back(mm(DType::BF16, "K5128_N9_M3", [](In& in) {
+    return mul_mat(in.ctx, in.input(DType::BF16, {5128, 9}), in.input(DType::F32, {5128, 3}));
+  }));
   // x transposed: its elements along K are M floats apart.
   out.push_back(mm(DType::F32, "K65_N31_M5_transposed_x", [](In& in) {
     Tensor* x = transpose(in.ctx, in.input(DType::F32, {5, 65}));

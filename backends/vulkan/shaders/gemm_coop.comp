@@ -1,8 +1,10 @@
 #version 450
 // gemm_coop.comp - gemm.comp on tensor cores (VK_NV_cooperative_matrix), for F16, BF16 and Q8_0
 // weights where the device offers 16 x 16 x 16 f16 products with f32 accumulation in subgroups of
-// 32. The operands are rounded to f16 (round to nearest even) as they are staged: what the op
-// harness allows a device for these weight types (x rounded to the weight's format or finer). Each
+// 32. The operands are rounded to f16 by the conversion instruction as they are staged (nearest
+// even on NVIDIA; even toward zero, the error stays within what the op harness allows a device for
+// these weight types: x rounded to the weight's format). F16 and Q8_0 weights convert exactly
+// (Q8_0: within f16 rounding of scale * q); BF16 weights beyond f16's range (|w| > 65504) do not. Each
 // work group computes a kTileN x kTileM output tile; each of its 4 subgroups a 32 x 32 quarter
 // (2 x 2 accumulators). The result goes through shared memory so any output layout and partial
 // tile is written with plain bounds-checked stores.
@@ -28,13 +30,11 @@ shared float16_t wsh[kTileN * kLd];  // [n][k]
 shared float16_t xsh[kTileM * kLd];  // [m][k]
 shared float csh[kTileM * kLdC];     // [m][n]
 
-float16_t to_f16(float v) { return uint16BitsToFloat16(uint16_t(f32_to_f16(v))); }
-
 void stage(float wv[kLoads], float xv[kLoads]) {
   for (uint i = 0u; i < kLoads; ++i) {
     uint e = gl_LocalInvocationID.x + i * kThreads, row = e / kTileK, k = e % kTileK;
-    wsh[row * kLd + k] = to_f16(wv[i]);
-    xsh[row * kLd + k] = to_f16(xv[i]);
+    wsh[row * kLd + k] = float16_t(wv[i]);
+    xsh[row * kLd + k] = float16_t(xv[i]);
   }
 }
 

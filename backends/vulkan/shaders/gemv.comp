@@ -15,6 +15,7 @@
 #define kThreads 128u
 #define kMaxRows 8u
 #define kChunk 8u
+#define kUnroll 4u
 
 layout(local_size_x = 128) in;
 
@@ -93,21 +94,21 @@ void main() {
   precise float acc[kMaxRows];
   for (uint r = 0u; r < kMaxRows; ++r) acc[r] = 0.0;
   uint chunks = pc.K / kChunk, c = tid;
-  // Two chunks per step, both loads issued before the arithmetic that waits for them.
-  for (; c + kThreads < chunks; c += 2u * kThreads) {
-    vec4 wlo, whi, vlo, vhi;
-    weights(tw, wbase, c, wlo, whi);
-    weights(tw, wbase, c + kThreads, vlo, vhi);
+  // kUnroll chunks per step, all loads issued before the arithmetic that waits for them (enough
+  // bytes in flight per SM to cover DRAM latency). The sums still go chunk by chunk in order.
+  for (; c + (kUnroll - 1u) * kThreads < chunks; c += kUnroll * kThreads) {
+    vec4 wlo[kUnroll], whi[kUnroll];
+    for (uint u = 0u; u < kUnroll; ++u) weights(tw, wbase, c + u * kThreads, wlo[u], whi[u]);
     for (uint r = 0u; r < kMaxRows; ++r) {
       if (r >= pc.M) break;
-      vec4 xlo, xhi, ylo, yhi;
-      activations(tx, xrow0 + r * pc.x_nb.y, c * kChunk, xlo, xhi);
-      activations(tx, xrow0 + r * pc.x_nb.y, (c + kThreads) * kChunk, ylo, yhi);
-      acc[r] += dot(wlo, xlo) + dot(whi, xhi);
-      acc[r] += dot(vlo, ylo) + dot(vhi, yhi);
+      for (uint u = 0u; u < kUnroll; ++u) {
+        vec4 xlo, xhi;
+        activations(tx, xrow0 + r * pc.x_nb.y, (c + u * kThreads) * kChunk, xlo, xhi);
+        acc[r] += dot(wlo[u], xlo) + dot(whi[u], xhi);
+      }
     }
   }
-  if (c < chunks) {
+  for (; c < chunks; c += kThreads) {
     vec4 wlo, whi;
     weights(tw, wbase, c, wlo, whi);
     for (uint r = 0u; r < kMaxRows; ++r) {
