@@ -251,12 +251,14 @@ class VulkanBackend final : public Backend {
     for (Tensor* node : nodes) {
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
       try {
+        rec.begin_node(*node);
         record_node(rec, *node);
       } catch (const VkFault& f) {
         queue_->abandon(*frame);
         return Error("vulkan: " + describe(*node) + ": " + f.what);
       }
     }
+    rec.barrier();  // the split's results, for the transfers and splits after it and the host
     try {
       queue_->submit(*frame);
     } catch (const VkFault& f) {
