@@ -40,6 +40,23 @@ float slice_sum(float v) {
   return v;
 }
 
+// Token t's inputs for this invocation: its slice of k and q (zero past Dk), its column's v (zero
+// past Dv), the head's log-decay g and beta.
+void load_token(uint t, uint j, uint jq, uint iv, bool live, uint slice, out float kv[kMaxPer], out float qv[kMaxPer],
+                out float vv, out float gv, out float bv) {
+  uint tq = pc.types & 15u, tk = (pc.types >> 4) & 15u, tv = (pc.types >> 8) & 15u;
+  uint tg = (pc.types >> 12) & 15u, tb = (pc.types >> 16) & 15u;
+  uint q0 = pc.q_off + jq * pc.q_nb1 + t * pc.q_nb2, k0 = pc.k_off + jq * pc.k_nb1 + t * pc.k_nb2;
+  for (uint i = 0u; i < kMaxPer; ++i) {
+    uint ik = slice + i * kSlices;
+    kv[i] = ik < pc.dk ? load_k(tk, k0 + ik * pc.k_nb0) : 0.0;
+    qv[i] = ik < pc.dk ? load_q(tq, q0 + ik * pc.q_nb0) : 0.0;
+  }
+  vv = live ? load_v(tv, pc.v_off + iv * pc.v_nb0 + j * pc.v_nb1 + t * pc.v_nb2) : 0.0;
+  gv = load_g(tg, pc.g_off + j * pc.g_nb0 + t * pc.g_nb1);
+  bv = load_b(tb, pc.b_off + j * pc.b_nb0 + t * pc.b_nb1);
+}
+
 void main() {
   uint col_groups = (pc.dv + kCols - 1u) / kCols;
   uint grp = group_index();
@@ -48,8 +65,7 @@ void main() {
   uint slice = gl_LocalInvocationID.x % kSlices;
   uint iv = (grp % col_groups) * kCols + gl_LocalInvocationID.x / kSlices;
   bool live = iv < pc.dv;  // columns past Dv still take part in the subgroup adds
-  uint tq = pc.types & 15u, tk = (pc.types >> 4) & 15u, tv = (pc.types >> 8) & 15u;
-  uint tg = (pc.types >> 12) & 15u, tb = (pc.types >> 16) & 15u, ts = (pc.types >> 20) & 15u;
+  uint ts = (pc.types >> 20) & 15u;
   float st[kMaxPer];
   for (uint i = 0u; i < kMaxPer; ++i) {
     uint ik = slice + i * kSlices;
@@ -57,26 +73,25 @@ void main() {
   }
   uint n_out = pc.dv * pc.hv * pc.n_tokens;
   uint first_snapshot = pc.n_tokens - pc.n_states;
+  // Token t + 1's inputs are loaded while token t is computed: the loads do not depend on the
+  // state, and waiting for them each token would make the serial loop latency-bound.
+  float kn[kMaxPer], qn[kMaxPer], vn, gn, bn;
+  if (pc.n_tokens > 0u) load_token(0u, j, jq, iv, live, slice, kn, qn, vn, gn, bn);
   for (uint t = 0u; t < pc.n_tokens; ++t) {
-    float decay = exp(load_g(tg, pc.g_off + j * pc.g_nb0 + t * pc.g_nb1));
-    float beta = load_b(tb, pc.b_off + j * pc.b_nb0 + t * pc.b_nb1);
-    uint q0 = pc.q_off + jq * pc.q_nb1 + t * pc.q_nb2, k0 = pc.k_off + jq * pc.k_nb1 + t * pc.k_nb2;
-    float kv[kMaxPer];
+    float kv[kMaxPer] = kn, qv[kMaxPer] = qn;
+    float vv = vn, decay = exp(gn), beta = bn;
+    if (t + 1u < pc.n_tokens) load_token(t + 1u, j, jq, iv, live, slice, kn, qn, vn, gn, bn);
     float u = 0.0;
     for (uint i = 0u; i < kMaxPer; ++i) {
-      uint ik = slice + i * kSlices;
-      kv[i] = ik < pc.dk ? load_k(tk, k0 + ik * pc.k_nb0) : 0.0;
       st[i] *= decay;
       u += st[i] * kv[i];
     }
     u = slice_sum(u);
-    float vv = live ? load_v(tv, pc.v_off + iv * pc.v_nb0 + j * pc.v_nb1 + t * pc.v_nb2) : 0.0;
     float delta = beta * (vv - u);
     float o = 0.0;
     for (uint i = 0u; i < kMaxPer; ++i) {
-      uint ik = slice + i * kSlices;
       st[i] += kv[i] * delta;
-      o += ik < pc.dk ? st[i] * load_q(tq, q0 + ik * pc.q_nb0) : 0.0;
+      o += st[i] * qv[i];
     }
     o = slice_sum(o);
     if (live && slice == 0u) d32[pc.d_off + (t * pc.hv + j) * pc.dv + iv] = o;
