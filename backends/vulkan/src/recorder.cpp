@@ -112,6 +112,15 @@ Operand Recorder::upload(void* dst, const void* data, uint32_t bytes) {
   return operand(t);
 }
 
+bool Recorder::has_pipeline(Shader s) {
+  try {
+    pipes_.get(s);
+    return true;
+  } catch (const VkFault&) {
+    return false;
+  }
+}
+
 bool Recorder::overlaps(const Operand& o, const std::vector<Range>& rs) {
   return std::any_of(rs.begin(), rs.end(),
                      [&o](const Range& r) { return r.buffer == o.buffer && r.lo < o.hi && o.lo < r.hi; });

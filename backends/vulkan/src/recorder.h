@@ -81,6 +81,9 @@ class Recorder {
   void barrier();
   VkCommandBuffer cmd() const { return cmd_; }
   const Device& device() const { return dev_; }
+  // Whether the driver builds s's pipeline (a shader for an optional device feature may fail
+  // where the feature is offered but the driver rejects the shader: the caller takes another).
+  bool has_pipeline(Shader s);
 
  private:
   Device& dev_;

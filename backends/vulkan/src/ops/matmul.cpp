@@ -1,7 +1,8 @@
 // matmul.cpp - MUL_MAT and MUL_MAT_ID: F32, F16, BF16 and Q8_0 weights, F32/F16/BF16
 // activations, f32 accumulation. Other quantized weights are declined. Three shaders:
 //   gemm.comp   MUL_MAT with more than kGemvRows activation rows (prefill): shared-memory tiles;
-//               gemm_coop.comp instead for F16/BF16/Q8_0 weights where tensor cores are offered;
+//               gemm_coop.comp instead for F16/BF16/Q8_0 weights where tensor cores are offered
+//               (and the driver builds its pipeline);
 //   gemv.comp   MUL_MAT with 1..kGemvRows rows (decode, verify) where the weight rows can be read
 //               in aligned 16-byte chunks and the device has subgroup arithmetic;
 //   matmul.comp the rest (MUL_MAT_ID, odd weight layouts) - any layout, any device.
@@ -145,7 +146,8 @@ void mul_mat(Recorder& rec, const Tensor& node) {
   if (pc.M > kGemvRows) {
     const uint64_t tiles = uint64_t{(pc.N + kGemmTile - 1) / kGemmTile} * ((pc.M + kGemmTile - 1) / kGemmTile);
     pc.n_groups = checked_groups(tiles * batches);
-    const bool coop = rec.device().coop_matrix() && (wt == DType::F16 || wt == DType::BF16 || wt == DType::Q8_0);
+    const bool coop = rec.device().coop_matrix() && (wt == DType::F16 || wt == DType::BF16 || wt == DType::Q8_0) &&
+                      rec.has_pipeline(Shader::GEMM_COOP);
     rec.dispatch(coop ? Shader::GEMM_COOP : Shader::GEMM, {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else if (rec.device().subgroup_ops(kGemvSubgroupOps) && gemv_weights(w, wt)) {
     pc.n_groups = checked_groups(uint64_t{pc.N} * batches);
