@@ -88,6 +88,15 @@ void add_mul_mat_cases(DType wt, std::vector<OpCase>& out) {
   out.push_back(mm(wt, fmt::format("K{}_N20_M37_prefill", k), [=](In& in) {
     return mul_mat(in.ctx, in.input(wt, {k, 20}), in.input(DType::F32, {k, 37}));
   }));
+  // Prefill on a tiled GEMM (Vulkan: 64 x 64 output tiles, k in slabs of 32): K, N and M not
+  // multiples of the tile, M over two tiles, and a K of several slabs with a partial last one.
+  const int64_t long_k = wt == DType::Q8_0 ? 320 : 300;
+  out.push_back(mm(wt, fmt::format("K{}_N70_M130_prefill_tiles", long_k), [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {long_k, 70}), in.input(DType::F32, {long_k, 130}));
+  }));
+  out.push_back(mm(wt, "K64_N9_M12_w2x1_x6x3_prefill", [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {64, 9, 2, 1}), in.input(DType::F32, {64, 12, 6, 3}));
+  }));
   out.push_back(mm(wt, "K256_N65_M1", [=](In& in) {
     return mul_mat(in.ctx, in.input(wt, {256, 65}), in.input(DType::F32, {256, 1}));
   }));
@@ -107,14 +116,23 @@ void add_mul_mat_f32_only(std::vector<OpCase>& out) {
   out.push_back(mm(DType::F32, "K4096_N17_M3", [](In& in) {
     return mul_mat(in.ctx, in.input(DType::F32, {4096, 17}), in.input(DType::F32, {4096, 3}));
   }));
-  // A router-like product past the GEMV's rows: CUDA's tiled F32 kernel (64 x 64 tiles, K steps of
+  // A router-like product past the GEMV's rows: CUDA's tiled F32 kernel (32 x 32 tiles, K steps of
   // 16), with partial tiles on every side.
   out.push_back(mm(DType::F32, "K300_N130_M70", [](In& in) {
     return mul_mat(in.ctx, in.input(DType::F32, {300, 130}), in.input(DType::F32, {300, 70}));
   }));
+  // A decode row longer than one pass of a GEMV work group (Vulkan: 641 chunks of 8 = 128
+  // invocations x 4 unrolled, then a partial pass): BF16, as the model's weights.
+  out.push_back(mm(DType::BF16, "K5128_N9_M3", [](In& in) {
+    return mul_mat(in.ctx, in.input(DType::BF16, {5128, 9}), in.input(DType::F32, {5128, 3}));
+  }));
   // x transposed: its elements along K are M floats apart.
   out.push_back(mm(DType::F32, "K65_N31_M5_transposed_x", [](In& in) {
     Tensor* x = transpose(in.ctx, in.input(DType::F32, {5, 65}));
+    return mul_mat(in.ctx, in.input(DType::F32, {65, 31}), x);
+  }));
+  out.push_back(mm(DType::F32, "K65_N31_M20_transposed_x_prefill", [](In& in) {
+    Tensor* x = transpose(in.ctx, in.input(DType::F32, {20, 65}));
     return mul_mat(in.ctx, in.input(DType::F32, {65, 31}), x);
   }));
   out.push_back(mm(DType::F32, "K33_N31_M4_transposed_w", [](In& in) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "ggml-lite/context.h"
@@ -119,6 +120,59 @@ TEST(VulkanBackend, DeclinedNodeRunsOnTheCpu) {
   auto cpu = cpu::make_backend({.n_threads = 1});
   const std::vector<float> got = run(*vk), want = run(*cpu);
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i]))) << i;
+}
+
+// w [k, n] (BF16, from ws) times x [k, m] on be.
+std::vector<float> bf16_product(Backend& be, const std::vector<float>& ws, const std::vector<float>& xs, int64_t k,
+                                int64_t n, int64_t m) {
+  Context ctx;
+  Tensor* w = ctx.new_tensor(DType::BF16, {k, n}, "w");
+  Tensor* x = ctx.new_tensor(DType::F32, {k, m}, "x");
+  w->flags |= TENSOR_INPUT;
+  x->flags |= TENSOR_INPUT;
+  Tensor* y = mul_mat(ctx, w, x);
+  y->flags |= TENSOR_OUTPUT;
+  Graph g = Graph::build({y});
+  Executor ex({&be});
+  std::vector<bf16_t> wb(ws.size());
+  for (size_t i = 0; i < ws.size(); ++i) wb[i] = fp32_to_bf16(ws[i]);
+  std::vector<float> out(static_cast<size_t>(n * m), 0.0f);
+  EXPECT_TRUE(ex.allocate(g).ok());
+  ex.set_input(*w, wb.data());
+  ex.set_input(*x, xs.data());
+  const Status s = ex.compute(g);
+  EXPECT_TRUE(s.ok()) << s.error();
+  ex.get_output(*y, out.data());
+  return out;
+}
+
+double nmse(const std::vector<float>& got, const std::vector<float>& want) {
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
+    ref += double{want[i]} * want[i];
+  }
+  return err / ref;
+}
+
+// A prefill product (more rows than the GEMV takes) on the f32 tiled shader and, where the device
+// offers VK_NV_cooperative_matrix, on tensor cores: the first within f32 rounding of the CPU, the
+// second within the rounding of x to BF16 that the op harness allows a device for BF16 weights.
+TEST(VulkanBackend, PrefillProductWithAndWithoutCooperativeMatrix) {
+  GL_REQUIRE_VULKAN();
+  constexpr int64_t k = 300, n = 70, m = 130;
+  std::vector<float> ws(k * n), xs(k * m);
+  for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.37f);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * 0.11f);
+  auto cpu = cpu::make_backend({.n_threads = 1});
+  const std::vector<float> want = bf16_product(*cpu, ws, xs, k, n, m);
+  for (const bool coop : {false, true}) {
+    auto vk = vulkan::make_backend({.cooperative_matrix = coop});
+    ASSERT_TRUE(vk.ok()) << vk.error();
+    const double e = nmse(bf16_product(**vk, ws, xs, k, n, m), want);
+    std::printf("[ metric   ] vulkan prefill bf16 product, cooperative_matrix %d: nmse %.3g\n", coop, e);
+    EXPECT_LT(e, coop ? 2e-5 : 1e-9);
+  }
 }
 
 // A step graph computed again (same shapes and memory, new inputs) resubmits the recorded command

@@ -2,6 +2,7 @@
 #include "device.h"
 
 #include <algorithm>
+#include <string_view>
 #include <vector>
 
 #include "check.h"
@@ -51,6 +52,48 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance inst) {
   return out;
 }
 
+VkPhysicalDeviceSubgroupProperties subgroup_properties(VkPhysicalDevice d) {
+  VkPhysicalDeviceSubgroupProperties sg{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 p{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p.pNext = &sg;
+  vkGetPhysicalDeviceProperties2(d, &p);
+  return sg;
+}
+
+bool has_extension(VkPhysicalDevice d, const char* name) {
+  uint32_t n = 0;
+  if (vkEnumerateDeviceExtensionProperties(d, nullptr, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkExtensionProperties> es(n);
+  if (vkEnumerateDeviceExtensionProperties(d, nullptr, &n, es.data()) != VK_SUCCESS) return false;
+  return std::any_of(es.begin(), es.begin() + n,
+                     [name](const VkExtensionProperties& e) { return std::string_view(e.extensionName) == name; });
+}
+
+// What gemm_coop.comp needs: VK_NV_cooperative_matrix with 16 x 16 x 16 f16 products accumulated
+// in f32 by subgroups of 32 (4 per work group of 128), and f16 in shaders.
+bool has_f16_coop_matrix(VkInstance inst, VkPhysicalDevice d) {
+  if (!has_extension(d, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || subgroup_properties(d).subgroupSize != 32)
+    return false;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  f12.pNext = &cm;
+  VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f.pNext = &f12;
+  vkGetPhysicalDeviceFeatures2(d, &f);
+  if (!cm.cooperativeMatrix || !f12.shaderFloat16) return false;
+  const auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  uint32_t n = 0;
+  if (!get || get(d, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> ps(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (get(d, &n, ps.data()) != VK_SUCCESS) return false;
+  return std::any_of(ps.begin(), ps.begin() + n, [](const VkCooperativeMatrixPropertiesNV& p) {
+    return p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+           p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV;
+  });
+}
+
 VkPhysicalDeviceProperties properties(VkPhysicalDevice d) {
   VkPhysicalDeviceProperties p{};
   vkGetPhysicalDeviceProperties(d, &p);
@@ -94,7 +137,7 @@ bool has_gpu() {
                      [](const DeviceInfo& d) { return d.type == "discrete" || d.type == "integrated"; });
 }
 
-Result<std::shared_ptr<Device>> Device::open(int index) {
+Result<std::shared_ptr<Device>> Device::open(int index, bool coop_matrix) {
   std::shared_ptr<Device> dev(new Device());
   dev->instance_ = shared_instance();
   if (!dev->instance_) return Error("no Vulkan device: vkCreateInstance failed (no Vulkan loader or driver installed)");
@@ -105,6 +148,11 @@ Result<std::shared_ptr<Device>> Device::open(int index) {
   dev->phys_ = ds[static_cast<size_t>(index < 0 ? pick(ds) : index)];
   dev->props_ = properties(dev->phys_);
   vkGetPhysicalDeviceMemoryProperties(dev->phys_, &dev->mem_);
+  // Subgroup operations are core in Vulkan 1.1, but which ones a device offers in which stages is not.
+  const VkPhysicalDeviceSubgroupProperties sg = subgroup_properties(dev->phys_);
+  dev->subgroup_ops_ = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? sg.supportedOperations : 0;
+  dev->subgroup_size_ = sg.subgroupSize;
+  dev->coop_matrix_ = coop_matrix && has_f16_coop_matrix(dev->instance_, dev->phys_);
   const int fam = compute_queue_family(dev->phys_);
   if (fam < 0) return Error(std::string("Vulkan device ") + dev->props_.deviceName + " has no compute queue");
   dev->queue_family_ = static_cast<uint32_t>(fam);
@@ -138,6 +186,13 @@ void Device::create_device() {
   VkPhysicalDeviceFeatures2 want{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   want.features.shaderInt16 = VK_TRUE;
   want.pNext = &want11;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV want_cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  const char* coop_ext = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+  if (coop_matrix_) {
+    want_cm.cooperativeMatrix = VK_TRUE;
+    want12.shaderFloat16 = VK_TRUE;
+    want12.pNext = &want_cm;
+  }
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -148,6 +203,8 @@ void Device::create_device() {
   info.pNext = &want;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
+  info.enabledExtensionCount = coop_matrix_ ? 1 : 0;
+  info.ppEnabledExtensionNames = coop_matrix_ ? &coop_ext : nullptr;
   GL_VK_CHECK(vkCreateDevice(phys_, &info, nullptr, &device_));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }

@@ -1,6 +1,6 @@
 // device.h - one Vulkan instance + logical device + compute queue, and the device memory it hands out.
 //
-//   Result<std::shared_ptr<Device>> dev = Device::open(-1);          // -1: discrete GPU first
+//   Result<std::shared_ptr<Device>> dev = Device::open(-1, true);    // -1: discrete GPU first
 //   std::unique_ptr<Allocation> a = (*dev)->allocate(bytes, false);  // device-local VkBuffer
 //   Device::Located at = (*dev)->locate(t.data);                     // tensor pointer -> buffer + offset
 //
@@ -39,7 +39,8 @@ struct Allocation {
 
 class Device : public std::enable_shared_from_this<Device> {
  public:
-  static Result<std::shared_ptr<Device>> open(int index);
+  // coop_matrix: enable VK_NV_cooperative_matrix where the device offers what gemm_coop.comp needs.
+  static Result<std::shared_ptr<Device>> open(int index, bool coop_matrix);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -60,6 +61,11 @@ class Device : public std::enable_shared_from_this<Device> {
   uint32_t queue_family() const { return queue_family_; }
   const VkPhysicalDeviceLimits& limits() const { return props_.limits; }
   std::string name() const { return props_.deviceName; }
+  // Whether compute shaders may use all the subgroup operations in `ops` (VK_SUBGROUP_FEATURE_*).
+  bool subgroup_ops(VkSubgroupFeatureFlags ops) const { return (subgroup_ops_ & ops) == ops; }
+  uint32_t subgroup_size() const { return subgroup_size_; }
+  // Whether gemm_coop.comp may run (asked for at open() and offered by the device).
+  bool coop_matrix() const { return coop_matrix_; }
 
  private:
   Device() = default;
@@ -75,6 +81,9 @@ class Device : public std::enable_shared_from_this<Device> {
   uint32_t queue_family_ = 0;
   VkPhysicalDeviceProperties props_{};
   VkPhysicalDeviceMemoryProperties mem_{};
+  VkSubgroupFeatureFlags subgroup_ops_ = 0;  // in compute shaders
+  uint32_t subgroup_size_ = 0;
+  bool coop_matrix_ = false;
 
   mutable std::mutex mu_;                     // buffers may be freed from any thread
   std::map<uintptr_t, Allocation*> by_base_;  // made-up base address -> allocation

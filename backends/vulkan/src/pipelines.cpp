@@ -16,7 +16,11 @@ GL_VK_SPV(copy)
 GL_VK_SPV(reduce)
 GL_VK_SPV(ssm_conv)
 GL_VK_SPV(matmul)
+GL_VK_SPV(gemv)
+GL_VK_SPV(gemm)
+GL_VK_SPV(gemm_coop)
 GL_VK_SPV(gdr)
+GL_VK_SPV(gdr_split)
 GL_VK_SPV(flash_attn)
 #undef GL_VK_SPV
 
@@ -33,7 +37,11 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::REDUCE: return {gl_vk_spv_reduce, gl_vk_spv_reduce_words};
     case Shader::SSM_CONV: return {gl_vk_spv_ssm_conv, gl_vk_spv_ssm_conv_words};
     case Shader::MATMUL: return {gl_vk_spv_matmul, gl_vk_spv_matmul_words};
+    case Shader::GEMV: return {gl_vk_spv_gemv, gl_vk_spv_gemv_words};
+    case Shader::GEMM: return {gl_vk_spv_gemm, gl_vk_spv_gemm_words};
+    case Shader::GEMM_COOP: return {gl_vk_spv_gemm_coop, gl_vk_spv_gemm_coop_words};
     case Shader::GDR: return {gl_vk_spv_gdr, gl_vk_spv_gdr_words};
+    case Shader::GDR_SPLIT: return {gl_vk_spv_gdr_split, gl_vk_spv_gdr_split_words};
     case Shader::FLASH_ATTN: return {gl_vk_spv_flash_attn, gl_vk_spv_flash_attn_words};
     case Shader::COUNT: break;
   }

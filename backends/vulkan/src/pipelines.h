@@ -28,7 +28,11 @@ enum class Shader : uint8_t {
   REDUCE,
   SSM_CONV,
   MATMUL,
+  GEMV,
+  GEMM,
+  GEMM_COOP,
   GDR,
+  GDR_SPLIT,
   FLASH_ATTN,
   COUNT
 };

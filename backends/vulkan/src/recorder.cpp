@@ -62,6 +62,16 @@ void DescriptorArena::reset() {
   current_ = 0;
 }
 
+// Whether the current node's dispatches may write t (at: where t is): it overlaps the node's own
+// memory (its output, or an input it works in place on) or is its workspace. Without a node
+// (no begin_node) everything counts as written: a barrier after every dispatch.
+bool Recorder::node_writes(const Device::Located& at, const Tensor& t) const {
+  if (!node_) return true;
+  if (node_->workspace && t.data == node_->workspace) return true;
+  const Device::Located n = dev_.locate(node_->data);
+  return n.alloc == at.alloc && n.offset < at.offset + nbytes(t) && at.offset < n.offset + nbytes(*node_);
+}
+
 Operand Recorder::operand(const Tensor& t) const {
   const Device::Located at = dev_.locate(t.data);
   if (!at.alloc) throw VkFault{"tensor '" + t.name + "' is not in this Vulkan device's memory"};
@@ -77,6 +87,9 @@ Operand Recorder::operand(const Tensor& t) const {
   if (at.offset + nbytes(t) > o.bind_offset + o.range)
     throw VkFault{"tensor '" + t.name + "' lies beyond the device's maxStorageBufferRange from its binding"};
   o.offset = static_cast<uint32_t>(lead / e);
+  o.lo = at.offset;
+  o.hi = at.offset + nbytes(t);
+  o.written = node_writes(at, t);
   o.type = type_code(t.type);
   for (int i = 0; i < 4; ++i) {
     o.nb[i] = static_cast<uint32_t>(t.nb[i] / e);
@@ -85,7 +98,7 @@ Operand Recorder::operand(const Tensor& t) const {
   return o;
 }
 
-Operand Recorder::upload(void* dst, const void* data, uint32_t bytes) const {
+Operand Recorder::upload(void* dst, const void* data, uint32_t bytes) {
   Tensor t;
   t.ne = {bytes / 4, 1, 1, 1};
   set_contiguous_strides(t);
@@ -93,12 +106,29 @@ Operand Recorder::upload(void* dst, const void* data, uint32_t bytes) const {
   t.name = "workspace";
   const Device::Located at = dev_.locate(dst);
   if (!at.alloc || at.offset % 4 != 0) throw VkFault{"workspace is not 4-byte aligned memory of this device"};
+  barrier();  // dispatches before may still read or write that memory
   vkCmdUpdateBuffer(cmd_, at.alloc->buffer, at.offset, bytes, data);
   barrier();
   return operand(t);
 }
 
-void Recorder::barrier() const {
+bool Recorder::has_pipeline(Shader s) {
+  try {
+    pipes_.get(s);
+    return true;
+  } catch (const VkFault&) {
+    return false;
+  }
+}
+
+bool Recorder::overlaps(const Operand& o, const std::vector<Range>& rs) {
+  return std::any_of(rs.begin(), rs.end(),
+                     [&o](const Range& r) { return r.buffer == o.buffer && r.lo < o.hi && o.lo < r.hi; });
+}
+
+void Recorder::barrier() {
+  reads_.clear();
+  writes_.clear();
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
@@ -114,6 +144,10 @@ void Recorder::dispatch(Shader s, std::initializer_list<Operand> operands, const
   GL_ASSERT(operands.size() > 0 && operands.size() <= kMaxBindings && push_bytes <= kPushBytes,
             "vulkan: dispatch with too many operands or push bytes");
   if (groups == 0) return;
+  const bool hazard = std::any_of(operands.begin(), operands.end(), [this](const Operand& o) {
+    return overlaps(o, writes_) || (o.written && overlaps(o, reads_));
+  });
+  if (hazard) barrier();
   VkPipeline pipe = pipes_.get(s);
   VkDescriptorSet set = sets_.allocate(pipes_.set_layout());
   std::array<VkDescriptorBufferInfo, kMaxBindings> infos{};
@@ -137,7 +171,10 @@ void Recorder::dispatch(Shader s, std::initializer_list<Operand> operands, const
   const uint32_t max_x = dev_.limits().maxComputeWorkGroupCount[0];
   const uint32_t gx = std::min(groups, max_x);
   vkCmdDispatch(cmd_, gx, (groups + gx - 1) / gx, 1);
-  barrier();
+  for (const Operand& o : operands) {
+    reads_.push_back({o.buffer, o.lo, o.hi});
+    if (o.written) writes_.push_back({o.buffer, o.lo, o.hi});
+  }
 }
 
 }  // namespace gl::vulkan

@@ -6,7 +6,10 @@
 //
 // A tensor is bound from its byte offset rounded down to the device's storage-buffer offset
 // alignment; the shader adds Operand::offset (elements of the tensor's type) to every index.
-// Every dispatch is followed by a memory barrier, so each node reads what the one before wrote.
+// Barriers go in only where a dispatch touches memory a dispatch since the last barrier wrote, or
+// writes memory one since then read (the writes of a node's dispatches are its own memory and its
+// workspace: begin_node says which node comes next). Independent nodes (the q, k, v products of
+// one input) then run without a pipeline drain between them.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -37,6 +40,8 @@ struct Operand {
   uint32_t type = TYPE_F32;
   std::array<uint32_t, 4> nb{};  // strides in elements
   std::array<uint32_t, 4> ne{};
+  VkDeviceSize lo = 0, hi = 0;  // the tensor's bytes in `buffer` (hazard tracking)
+  bool written = false;         // the node's memory or workspace: what its dispatches write
 };
 
 // Descriptor sets for one command buffer; reset() once the GPU is done with it.
@@ -60,24 +65,39 @@ class Recorder {
   Recorder(Device& dev, Pipelines& pipes, VkCommandBuffer cmd, DescriptorArena& sets)
       : dev_(dev), pipes_(pipes), cmd_(cmd), sets_(sets) {}
 
+  // The node whose dispatches are recorded next (see the top of this file).
+  void begin_node(const Tensor& node) { node_ = &node; }
   // t's memory as a shader operand; throws VkFault when t is not memory of this device.
   Operand operand(const Tensor& t) const;
   // Records an upload of `bytes` (a multiple of 4, at most 64 KiB) from host `data` into device
   // memory at `dst` (a node's workspace), ordered before the dispatches after it; its operand.
-  Operand upload(void* dst, const void* data, uint32_t bytes) const;
+  Operand upload(void* dst, const void* data, uint32_t bytes);
   // Up to kMaxBindings operands (binding i = operands[i]; the rest repeat the last one), the
   // push constants, and groups_x * groups_y work groups (x is split over y past the device limit).
   void dispatch(Shader s, std::initializer_list<Operand> operands, const void* push, uint32_t push_bytes,
                 uint32_t groups);
   // Orders everything recorded so far before everything after (shader, transfer and host access).
-  void barrier() const;
+  // Also what ends every split's commands.
+  void barrier();
   VkCommandBuffer cmd() const { return cmd_; }
+  const Device& device() const { return dev_; }
+  // Whether the driver builds s's pipeline (a shader for an optional device feature may fail
+  // where the feature is offered but the driver rejects the shader: the caller takes another).
+  bool has_pipeline(Shader s);
 
  private:
   Device& dev_;
   Pipelines& pipes_;
   VkCommandBuffer cmd_;
   DescriptorArena& sets_;
+  struct Range {
+    VkBuffer buffer;
+    VkDeviceSize lo, hi;
+  };
+  static bool overlaps(const Operand& o, const std::vector<Range>& rs);
+  bool node_writes(const Device::Located& at, const Tensor& t) const;
+  const Tensor* node_ = nullptr;
+  std::vector<Range> reads_, writes_;  // by the dispatches since the last barrier
 };
 
 }  // namespace gl::vulkan

@@ -251,12 +251,14 @@ class VulkanBackend final : public Backend {
     for (Tensor* node : nodes) {
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
       try {
+        rec.begin_node(*node);
         record_node(rec, *node);
       } catch (const VkFault& f) {
         queue_->abandon(*frame);
         return Error("vulkan: " + describe(*node) + ": " + f.what);
       }
     }
+    rec.barrier();  // the split's results, for the transfers and splits after it and the host
     try {
       queue_->submit(*frame);
     } catch (const VkFault& f) {
@@ -355,7 +357,7 @@ ReplayStats replay_stats(const Backend& backend) {
 }
 
 Result<std::unique_ptr<Backend>> make_backend(const Options& opt) {
-  Result<std::shared_ptr<Device>> dev = Device::open(opt.device);
+  Result<std::shared_ptr<Device>> dev = Device::open(opt.device, opt.cooperative_matrix);
   if (!dev) return Error("vulkan: " + dev.error());
   const std::string device_name = (*dev)->name();
   try {

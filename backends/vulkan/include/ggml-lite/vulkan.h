@@ -8,7 +8,8 @@
 // Vulkan call is checked: a failure while recording or submitting a split comes back from
 // compute() naming the node; a device fault (lost device) from synchronize() or an event's
 // host_wait(). set_tensor/get_tensor (void) abort on a failed call. Shaders compute in f32 (no
-// float64): the op harness states the bound per op (OpCase::max_nmse_device).
+// float64), except that prefill products on tensor cores round their operands to f16
+// (Options::cooperative_matrix): the op harness states the bound per op (OpCase::max_nmse_device).
 //
 // A split is recorded into a command buffer once and submitted again whenever the same split
 // (ops, params, shapes, strides and memory) comes back: a step graph replayed costs no recording.
@@ -31,6 +32,9 @@ namespace gl::vulkan {
 struct Options {
   int device = -1;             // index into devices(); -1: the first discrete GPU, else the first device
   bool force_staging = false;  // transfers through the staging buffer even where memory is mapped (tests)
+  // Prefill products of F16/BF16/Q8_0 weights on tensor cores (VK_NV_cooperative_matrix, operands
+  // rounded to f16) where the device offers them; false: the f32 tiled shader (tests compare them).
+  bool cooperative_matrix = true;
 };
 
 struct DeviceInfo {

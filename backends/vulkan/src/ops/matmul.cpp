@@ -1,5 +1,13 @@
-// matmul.cpp - MUL_MAT and MUL_MAT_ID through shaders/matmul.comp: F32, F16, BF16 and Q8_0
-// weights, F32/F16/BF16 activations, f32 accumulation. Other quantized weights are declined.
+// matmul.cpp - MUL_MAT and MUL_MAT_ID: F32, F16, BF16 and Q8_0 weights, F32/F16/BF16
+// activations, f32 accumulation. Other quantized weights are declined. Three shaders:
+//   gemm.comp   MUL_MAT with more than kGemvRows activation rows (prefill): shared-memory tiles;
+//               gemm_coop.comp instead for F16/BF16/Q8_0 weights where tensor cores are offered
+//               (and the driver builds its pipeline);
+//   gemv.comp   MUL_MAT with 1..kGemvRows rows (decode, verify) where the weight rows can be read
+//               in aligned 16-byte chunks and the device has subgroup arithmetic;
+//   matmul.comp the rest (MUL_MAT_ID, odd weight layouts) - any layout, any device.
+// Which of gemv.comp and matmul.comp runs depends on the weights and the device only, never on
+// the row count, so a row's bits do not depend on how many rows share the product.
 #include "check.h"
 #include "ggml-lite/quants/q8_0.h"
 #include "ops/ops.h"
@@ -10,6 +18,18 @@ namespace {
 constexpr uint32_t kTypeQ8_0 = 4;      // matmul.comp's TYPE_Q8_0
 constexpr uint32_t kTile = 8;          // matmul.comp's kTile
 constexpr uint32_t kRowsPerGroup = 4;  // matmul.comp's kRowsPerGroup
+constexpr uint32_t kGemvRows = 8;      // gemv.comp's kMaxRows
+constexpr uint32_t kGemvChunk = 8;     // gemv.comp's kChunk
+constexpr uint32_t kGemmTile = 64;     // gemm.comp's kTileN and kTileM
+constexpr VkSubgroupFeatureFlags kGemvSubgroupOps = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+
+// gemv.comp's and gemm.comp's push constants.
+struct ProductPush {
+  uint32_t x_nb[4], d_nb[4], w_nb[4];
+  uint32_t K, N, M, B2, r2, r3;
+  uint32_t w_off, x_off, d_off, types, x_vec, n_groups;
+};
+static_assert(sizeof(ProductPush) <= kPushBytes);
 
 struct MatmulPush {
   uint32_t x_nb[4], d_nb[4], w_nb[4];
@@ -29,17 +49,49 @@ bool q8_0_weights(const Tensor& w) {
          w.nb[2] % 2 == 0 && w.nb[3] % 2 == 0;
 }
 
-}  // namespace
-
-bool supports_matmul(const Tensor& node) {
-  const Tensor& w = *node.src[0];
-  const Tensor& x = *node.src[1];
-  if (!(float_operand(w) || q8_0_weights(w)) || !float_operand(x) || !float_operand(node)) return false;
-  if (nelements(w) >= (int64_t{1} << 32) || nelements(x) >= (int64_t{1} << 32)) return false;
-  return node.op == Op::MUL_MAT || strides_in_elements(*node.src[2]);
+// Whether every weight row of w (dtype t) splits into 8-element chunks gemv.comp can read with
+// 16-byte loads. Q8_0 rows are whole blocks, read as 16-bit words.
+bool gemv_weights(const Operand& w, DType t) {
+  if (w.ne[0] % kGemvChunk != 0) return false;
+  if (t == DType::Q8_0) return true;
+  const uint32_t per16 = t == DType::F32 ? 4 : 8;  // elements per 16 bytes
+  return w.nb[0] == 1 && w.offset % per16 == 0 && w.nb[1] % per16 == 0 && w.nb[2] % per16 == 0 && w.nb[3] % per16 == 0;
 }
 
-void mul_mat(Recorder& rec, const Tensor& node) {
+// Whether gemv.comp may read x as vec4s: F32 rows that start on 16-byte boundaries.
+bool vec4_rows(const Operand& x) {
+  return x.type == TYPE_F32 && x.nb[0] == 1 && x.offset % 4 == 0 && x.nb[1] % 4 == 0 && x.nb[2] % 4 == 0 &&
+         x.nb[3] % 4 == 0;
+}
+
+ProductPush product_push(const Operand& w, const Operand& x, const Operand& d, DType wt) {
+  ProductPush pc{};
+  for (int i = 0; i < 4; ++i) {
+    pc.x_nb[i] = x.nb[i];
+    pc.d_nb[i] = d.nb[i];
+    pc.w_nb[i] = w.nb[i];
+  }
+  pc.K = w.ne[0];
+  pc.N = w.ne[1];
+  pc.M = d.ne[1];
+  pc.B2 = d.ne[2];
+  pc.r2 = x.ne[2] / w.ne[2];
+  pc.r3 = x.ne[3] / w.ne[3];
+  pc.w_off = w.offset;
+  pc.x_off = x.offset;
+  pc.d_off = d.offset;
+  pc.types = (wt == DType::Q8_0 ? kTypeQ8_0 : w.type) | x.type << 4 | d.type << 8;
+  pc.x_vec = vec4_rows(x) ? 1 : 0;
+  return pc;
+}
+
+uint32_t checked_groups(uint64_t groups) {
+  if (groups >= (uint64_t{1} << 32)) throw VkFault{"mul_mat: too many work groups for one dispatch"};
+  return static_cast<uint32_t>(groups);
+}
+
+// matmul.comp: any layout, MUL_MAT_ID too.
+void general_product(Recorder& rec, const Tensor& node) {
   const bool id = node.op == Op::MUL_MAT_ID;
   const Operand w = rec.operand(*node.src[0]);
   const Operand x = rec.operand(*node.src[1]);
@@ -68,11 +120,41 @@ void mul_mat(Recorder& rec, const Tensor& node) {
   pc.ids_nb1 = ids.nb[1];
   pc.x1 = x.ne[1];
   pc.n_experts = w.ne[2];
-  const uint64_t groups =
-      uint64_t{(pc.N + kRowsPerGroup - 1) / kRowsPerGroup} * ((pc.M + pc.tile - 1) / pc.tile) * d.ne[2] * d.ne[3];
-  if (groups >= (uint64_t{1} << 32)) throw VkFault{"mul_mat: too many work groups for one dispatch"};
-  pc.n_groups = static_cast<uint32_t>(groups);
+  pc.n_groups = checked_groups(uint64_t{(pc.N + kRowsPerGroup - 1) / kRowsPerGroup} * ((pc.M + pc.tile - 1) / pc.tile) *
+                               d.ne[2] * d.ne[3]);
   rec.dispatch(Shader::MATMUL, {w, x, d, ids}, &pc, sizeof pc, pc.n_groups);
+}
+
+}  // namespace
+
+bool supports_matmul(const Tensor& node) {
+  const Tensor& w = *node.src[0];
+  const Tensor& x = *node.src[1];
+  if (!(float_operand(w) || q8_0_weights(w)) || !float_operand(x) || !float_operand(node)) return false;
+  if (nelements(w) >= (int64_t{1} << 32) || nelements(x) >= (int64_t{1} << 32)) return false;
+  return node.op == Op::MUL_MAT || strides_in_elements(*node.src[2]);
+}
+
+void mul_mat(Recorder& rec, const Tensor& node) {
+  if (node.op == Op::MUL_MAT_ID) return general_product(rec, node);
+  const DType wt = node.src[0]->type;
+  const Operand w = rec.operand(*node.src[0]);
+  const Operand x = rec.operand(*node.src[1]);
+  const Operand d = rec.operand(node);
+  ProductPush pc = product_push(w, x, d, wt);
+  const uint64_t batches = uint64_t{d.ne[2]} * d.ne[3];
+  if (pc.M > kGemvRows) {
+    const uint64_t tiles = uint64_t{(pc.N + kGemmTile - 1) / kGemmTile} * ((pc.M + kGemmTile - 1) / kGemmTile);
+    pc.n_groups = checked_groups(tiles * batches);
+    const bool coop = rec.device().coop_matrix() && (wt == DType::F16 || wt == DType::BF16 || wt == DType::Q8_0) &&
+                      rec.has_pipeline(Shader::GEMM_COOP);
+    rec.dispatch(coop ? Shader::GEMM_COOP : Shader::GEMM, {w, x, d}, &pc, sizeof pc, pc.n_groups);
+  } else if (rec.device().subgroup_ops(kGemvSubgroupOps) && gemv_weights(w, wt)) {
+    pc.n_groups = checked_groups(uint64_t{pc.N} * batches);
+    rec.dispatch(Shader::GEMV, {w, x, d}, &pc, sizeof pc, pc.n_groups);
+  } else {
+    general_product(rec, node);
+  }
 }
 
 }  // namespace gl::vulkan

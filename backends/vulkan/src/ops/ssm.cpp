@@ -1,5 +1,6 @@
-// ssm.cpp - SSM_CONV (shaders/ssm_conv.comp) and GATED_DELTA_RULE (shaders/gdr.comp, token by
-// token; one thread per value column of a head's state).
+// ssm.cpp - SSM_CONV (shaders/ssm_conv.comp) and GATED_DELTA_RULE, token by token: gdr_split.comp
+// (a head's state in registers, each column's sums split over kSlices invocations) where the
+// device has subgroup shuffles and Dk fits, else gdr.comp (one invocation per column).
 #include <array>
 
 #include "ops/ops.h"
@@ -20,7 +21,11 @@ struct GdrPush {
 };
 static_assert(sizeof(GdrPush) <= kPushBytes);
 
-constexpr int64_t kMaxDk = 256;  // gdr.comp's kMaxDk: a state column lives in private memory
+constexpr int64_t kMaxDk = 256;                      // gdr.comp's kMaxDk: a state column lives in private memory
+constexpr uint32_t kSplitSlices = 8;                 // gdr_split.comp's kSlices (lanes of one butterfly)
+constexpr uint32_t kSplitCols = 32;                  // gdr_split.comp's kCols
+constexpr uint32_t kSplitMaxDk = kSplitSlices * 16;  // times its kMaxPer
+constexpr VkSubgroupFeatureFlags kSplitOps = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
 
 bool float_operand(const Tensor& t) {
   return (t.type == DType::F32 || t.type == DType::F16 || t.type == DType::BF16) && strides_in_elements(t);
@@ -88,7 +93,13 @@ void gated_delta_rule(Recorder& rec, const Tensor& node) {
   pc.hv = v.ne[1];
   pc.n_states = static_cast<uint32_t>(node.p<GdrParams>().n_states);
   pc.types = q.type | k.type << 4 | v.type << 8 | g.type << 12 | b.type << 16 | s.type << 20;
-  rec.dispatch(Shader::GDR, {q, k, v, g, b, s, d}, &pc, sizeof pc, (pc.hv * pc.dv + 63) / 64);
+  const Device& dev = rec.device();
+  if (pc.dk <= kSplitMaxDk && dev.subgroup_ops(kSplitOps) && dev.subgroup_size() >= kSplitSlices) {
+    const uint32_t groups = pc.hv * ((pc.dv + kSplitCols - 1) / kSplitCols);
+    rec.dispatch(Shader::GDR_SPLIT, {q, k, v, g, b, s, d}, &pc, sizeof pc, groups);
+  } else {
+    rec.dispatch(Shader::GDR, {q, k, v, g, b, s, d}, &pc, sizeof pc, (pc.hv * pc.dv + 63) / 64);
+  }
 }
 
 }  // namespace gl::vulkan
