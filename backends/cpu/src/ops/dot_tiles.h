@@ -166,15 +166,17 @@ void finish_slab(const Vec* acc, int gw, const void* const* w, int nw, const flo
   constexpr int kW = kSlabTileW, kX = kSlabTileX, kRound = (kSlabW + kLanes - 1) / kLanes * kLanes;
   Vec v[kRound];
   float s[kRound];
+  for (int i = nw; i < kRound; ++i) v[i] = simd::vzero();
   for (int j = 0; j < nx; ++j) {
     const Vec* tiles = acc + j / kX * gw * (kX * kW) + j % kX * kW;
-    for (int i = 0; i < nw; ++i) v[i] = tiles[i / kW * (kX * kW) + i % kW];
-    for (int i = nw; i < kRound; ++i) v[i] = simd::vzero();
+    for (int g = 0; g < gw; ++g)
+      for (int i = 0; i < kW && g * kW + i < nw; ++i) v[g * kW + i] = tiles[g * (kX * kW) + i];
     for (int i0 = 0; i0 < nw; i0 += kLanes) simd::vsum_lanes(v + i0, s + i0);
-    for (int i = 0; i < nw; ++i) {
-      for (int64_t kk = kv; kk < k; ++kk) s[i] += simd::load_weight<T>(w[i], kk) * x[j][kk];
-      out[j][off + i] = s[i];
+    if (kv < k) {
+      for (int i = 0; i < nw; ++i)
+        for (int64_t kk = kv; kk < k; ++kk) s[i] += simd::load_weight<T>(w[i], kk) * x[j][kk];
     }
+    std::copy(s, s + nw, out[j] + off);
   }
 }
 
