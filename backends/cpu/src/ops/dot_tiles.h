@@ -157,6 +157,29 @@ int weight_group(const void* const* w, int nw, int i0, const void** wp) {
   return in;
 }
 
+// The sums of dot_slab (tile a * gw + g holds activation rows a * kSlabTileX.., weight rows
+// g * kSlabTileW..), reduced kLanes at a time by simd::vsum_lanes (finish_tile's bits) and
+// completed with the row tails [kv, k).
+template <DType T>
+void finish_slab(const Vec* acc, int gw, const void* const* w, int nw, const float* const* x, int nx, int64_t kv,
+                 int64_t k, float* const* out, int64_t off) {
+  constexpr int kW = kSlabTileW, kX = kSlabTileX, kRound = (kSlabW + kLanes - 1) / kLanes * kLanes;
+  Vec v[kRound];
+  float s[kRound];
+  for (int i = nw; i < kRound; ++i) v[i] = simd::vzero();
+  for (int j = 0; j < nx; ++j) {
+    const Vec* tiles = acc + j / kX * gw * (kX * kW) + j % kX * kW;
+    for (int g = 0; g < gw; ++g)
+      for (int i = 0; i < kW && g * kW + i < nw; ++i) v[g * kW + i] = tiles[g * (kX * kW) + i];
+    for (int i0 = 0; i0 < nw; i0 += kLanes) simd::vsum_lanes(v + i0, s + i0);
+    if (kv < k) {
+      for (int i = 0; i < nw; ++i)
+        for (int64_t kk = kv; kk < k; ++kk) s[i] += simd::load_weight<T>(w[i], kk) * x[j][kk];
+    }
+    std::copy(s, s + nw, out[j] + off);
+  }
+}
+
 // Up to kSlabW weight rows times up to kSlabX activation rows, k split into kChunk pieces: a
 // chunk of the slab's rows stays in L1 while every tile passes, instead of each tile streaming
 // whole rows from L2. Bit-identical to dot_tile.
@@ -165,9 +188,8 @@ void dot_slab(const void* const* w, int nw, const float* const* x, int nx, int64
   constexpr int kW = kSlabTileW, kX = kSlabTileX, kTiles = kSlabW / kW * (kSlabX / kX);
   Vec acc[kTiles][kX * kW];
   const void* wp[kSlabW / kW][kW];
-  int in[kSlabW / kW];
   const int gw = (nw + kW - 1) / kW, gx = (nx + kX - 1) / kX;
-  for (int g = 0; g < gw; ++g) in[g] = weight_group<kW>(w, nw, g * kW, wp[g]);
+  for (int g = 0; g < gw; ++g) weight_group<kW>(w, nw, g * kW, wp[g]);
   for (int t = 0; t < gw * gx; ++t)
     for (Vec& v : acc[t]) v = simd::vzero();
   const int64_t kv = k - k % kLanes;
@@ -178,10 +200,7 @@ void dot_slab(const void* const* w, int nw, const float* const* x, int nx, int64
       for (int g = 0; g < gw; ++g) dot_chunk_n<T, kW, kX>(jn, wp[g], x + a * kX, k0, k1, acc[a * gw + g]);
     }
   }
-  for (int a = 0; a < gx; ++a)
-    for (int g = 0; g < gw; ++g)
-      finish_tile<T, kW>(acc[a * gw + g], std::min(kX, nx - a * kX), wp[g], in[g], x + a * kX, kv, k, out + a * kX,
-                         off + g * kW);
+  finish_slab<T>(acc[0], gw, w, nw, x, nx, kv, k, out, off);
 }
 
 // out[j][out_off + i] = dot(w[i], x[j]) for weight rows stored as T and F32 activation rows

@@ -15,13 +15,17 @@ namespace {
 using simd::kLanes;
 using simd::Vec;
 
-constexpr int kGemmRows = 4;
+// Register tiles (rows x vectors of C): wide ones while n allows, else narrow ones with more rows,
+// so each broadcast element of A still feeds several FMAs (the delta rule's n is often 32).
 #if defined(__AVX512F__)
-constexpr int kGemmVecs = 4;
+constexpr int kGemmRows = 4, kGemmVecs = 4;
+constexpr int kNarrowRows = 8, kNarrowVecs = 2;
 #elif defined(__AVX2__) && defined(__FMA__)
-constexpr int kGemmVecs = 2;
+constexpr int kGemmRows = 4, kGemmVecs = 2;
+constexpr int kNarrowRows = 4, kNarrowVecs = 2;
 #else
-constexpr int kGemmVecs = 1;
+constexpr int kGemmRows = 4, kGemmVecs = 1;
+constexpr int kNarrowRows = 4, kNarrowVecs = 1;
 #endif
 
 // Rows i0 .. i0+MR-1, columns c0 .. c0+NV*kLanes-1 of C.
@@ -48,12 +52,13 @@ void gemm_tile(const GemmArgs& g, int64_t i0, int64_t c0) {
     for (int v = 0; v < NV; ++v) simd::vstore(g.c + (i0 + i) * g.ldc + c0 + v * kLanes, acc[i][v]);
 }
 
-// All full-vector columns of rows i0 .. i0+MR-1, then the last n % kLanes columns one by one.
-template <int MR>
+// All full-vector columns of rows i0 .. i0+MR-1 (tiles of NV vectors, then single vectors), then
+// the last n % kLanes columns one by one.
+template <int MR, int NV>
 void gemm_rows(const GemmArgs& g, int64_t i0) {
-  constexpr int64_t kWide = kGemmVecs * kLanes;
+  constexpr int64_t kWide = NV * kLanes;
   int64_t c0 = 0;
-  for (; c0 + kWide <= g.n; c0 += kWide) gemm_tile<MR, kGemmVecs>(g, i0, c0);
+  for (; c0 + kWide <= g.n; c0 += kWide) gemm_tile<MR, NV>(g, i0, c0);
   for (; c0 + kLanes <= g.n; c0 += kLanes) gemm_tile<MR, 1>(g, i0, c0);
   for (int i = 0; i < MR; ++i)
     for (int64_t c = c0; c < g.n; ++c) {
@@ -64,19 +69,25 @@ void gemm_rows(const GemmArgs& g, int64_t i0) {
 }
 
 // gemm_rows for `rows` (1 .. MR) rows.
-template <int MR>
+template <int MR, int NV>
 void gemm_rows_n(int rows, const GemmArgs& g, int64_t i0) {
   if constexpr (MR > 1) {
-    if (rows < MR) return gemm_rows_n<MR - 1>(rows, g, i0);
+    if (rows < MR) return gemm_rows_n<MR - 1, NV>(rows, g, i0);
   }
-  gemm_rows<MR>(g, i0);
+  gemm_rows<MR, NV>(g, i0);
+}
+
+template <int MR, int NV>
+void gemm_blocks(const GemmArgs& g) {
+  for (int64_t i0 = 0; i0 < g.m; i0 += MR)
+    gemm_rows_n<MR, NV>(static_cast<int>(std::min<int64_t>(MR, g.m - i0)), g, i0);
 }
 
 }  // namespace
 
 void gemm(const GemmArgs& g) {
-  for (int64_t i0 = 0; i0 < g.m; i0 += kGemmRows)
-    gemm_rows_n<kGemmRows>(static_cast<int>(std::min<int64_t>(kGemmRows, g.m - i0)), g, i0);
+  if (g.n >= kGemmVecs * kLanes) return gemm_blocks<kGemmRows, kGemmVecs>(g);
+  gemm_blocks<kNarrowRows, kNarrowVecs>(g);
 }
 
 }  // namespace gl::cpu

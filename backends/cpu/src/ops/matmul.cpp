@@ -7,7 +7,9 @@
 // block (the dot_rows of dtype_kernels.h). Blocks are capped so their activations
 // stay in cache while the weight tiles stream past. Blocks of a few activation
 // rows (decode, MTP verify) read the weight rows in place and convert them in
-// registers instead, which saves a pass over the weights. Which conversion and
+// registers instead, which saves a pass over the weights; F16 and BF16 weights,
+// whose conversion is one or two instructions a vector, are read so for every
+// block (prefill included). Which conversion and
 // dot product a weight type uses, and in what type it wants the activations, is
 // looked up in dtype_kernels.h; a type whose activations are not F32 (Precision::FAST:
 // int8 blocks, each row quantized on its own) always reads its weights in place.
@@ -106,6 +108,15 @@ int64_t block_rows(int64_t k) {
   return std::clamp<int64_t>(kBlockBytes / (k * static_cast<int64_t>(sizeof(float))), 4, kMaxBlockRows);
 }
 
+// F16 (with F16C) and BF16 weights become floats in one or two instructions per vector, cheaper
+// than a pass that converts each tile into scratch and reads it back: they are always read in place.
+bool converts_in_register(DType t) {
+#if defined(__F16C__)
+  if (t == DType::F16) return true;
+#endif
+  return t == DType::BF16;
+}
+
 bool rows_dense(const Tensor& w) { return w.nb[0] == dtype_traits(w.type).block_bytes; }
 
 // Blocks this small read dense weight rows in place (converting in registers) instead of
@@ -116,6 +127,7 @@ bool reads_in_place(const Tensor& w, const CpuTypeKernels& kern, int64_t block_r
     return true;
   }
   if (!rows_dense(w)) return false;
+  if (converts_in_register(w.type)) return true;
   return block_rows <= (w.type == DType::F32 ? kInPlaceF32Rows : dot_tile_shape().x_rows);
 }
 

@@ -135,6 +135,42 @@ inline Vec load_i8(const int8_t* p) {
 }
 #endif
 
+// out[r] = vsum(v[r]) for r < kLanes, to the bit: the lanes of kLanes vectors are added in
+// vsum's pairs (lane i with i + kLanes/2, then i + kLanes/4, ...; float addition commutes), but
+// transposed, so each level serves several vectors with one add (a few operations per sum
+// instead of a whole horizontal reduction).
+inline void vsum_lanes(const Vec* v, float* out) {
+#if defined(__AVX512F__)
+  __m512 h[8], q[4], e[2];
+  for (int r = 0; r < 8; ++r)  // [v_2r | v_2r+1] lanes i + i+8
+    h[r] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * r], v[2 * r + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * r], v[2 * r + 1], 0xEE));
+  for (int r = 0; r < 4; ++r)  // 128-bit blocks [v_4r | v_4r+1 | v_4r+2 | v_4r+3], lanes i + i+4
+    q[r] = _mm512_add_ps(_mm512_shuffle_f32x4(h[2 * r], h[2 * r + 1], 0x88),
+                         _mm512_shuffle_f32x4(h[2 * r], h[2 * r + 1], 0xDD));
+  for (int r = 0; r < 2; ++r)  // block b: pairs of v_b+8r, v_b+8r+4 (lanes i + i+2)
+    e[r] =
+        _mm512_add_ps(_mm512_shuffle_ps(q[2 * r], q[2 * r + 1], 0x44), _mm512_shuffle_ps(q[2 * r], q[2 * r + 1], 0xEE));
+  // block b: v_b, v_b+4, v_b+8, v_b+12; lane 4b + c holds the sum of v_4c+b.
+  const __m512 t = _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], 0x88), _mm512_shuffle_ps(e[0], e[1], 0xDD));
+  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_ps(out, _mm512_permutexvar_ps(idx, t));
+#elif defined(__AVX2__) && defined(__FMA__)
+  __m256 h[4], e[2];
+  for (int r = 0; r < 4; ++r)  // [v_2r | v_2r+1] lanes i + i+4
+    h[r] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * r], v[2 * r + 1], 0x20),
+                         _mm256_permute2f128_ps(v[2 * r], v[2 * r + 1], 0x31));
+  for (int r = 0; r < 2; ++r)  // block b: pairs of v_b+4r, v_b+4r+2 (lanes i + i+2)
+    e[r] =
+        _mm256_add_ps(_mm256_shuffle_ps(h[2 * r], h[2 * r + 1], 0x44), _mm256_shuffle_ps(h[2 * r], h[2 * r + 1], 0xEE));
+  // block b: v_b, v_b+2, v_b+4, v_b+6; lane 4b + c holds the sum of v_2c+b.
+  const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(e[0], e[1], 0x88), _mm256_shuffle_ps(e[0], e[1], 0xDD));
+  _mm256_storeu_ps(out, _mm256_permutevar8x32_ps(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+#else
+  for (int r = 0; r < kLanes; ++r) out[r] = vsum(v[r]);
+#endif
+}
+
 inline float half_to_float(fp16_t h) {
 #if defined(__F16C__)
   return _cvtsh_ss(h);

@@ -13,7 +13,9 @@
 // combined right-hand side (same math, fewer products). D and P are built as
 // running products of the per-token decays exp(g_t), as the recurrence applies
 // them (L exps per chunk instead of L^2, no overflow). The products run on the
-// register-blocked gemm of matmul_fast.cpp; the solve is a forward substitution.
+// register-blocked gemm of gemm.cpp, K and Q stacked so each product is one call,
+// and the causal ones only over their lower triangle (blocks of kTri rows); the
+// solve is a forward substitution.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -27,15 +29,19 @@ namespace gl::cpu {
 namespace {
 
 constexpr int64_t kC = kGdrChunk;
+// Rows per block of the lower-triangular products; their columns are rounded up to kTriCols,
+// a whole number of vectors (the columns past the chunk's end are finite and masked to zero).
+constexpr int64_t kTri = 16;
+constexpr int64_t kTriCols = 16;
 
 // Per-thread buffers for one head; matrices are row-major, token rows have stride Dk or Dv.
 struct ChunkScratch {
   std::vector<float> s;      // [Dk][Dv] running state
-  std::vector<float> kq;     // [2C][Dk]: k rows, then q rows
+  std::vector<float> kq;     // [2C][Dk]: L k rows, then L q rows
   std::vector<float> kt;     // [Dk][C]: k transposed (later scaled by the key decays)
   std::vector<float> v;      // [C][Dv]: values, then Delta
-  std::vector<float> gram;   // [2C][C]: masked K K^T rows, then masked Q K^T rows
-  std::vector<float> sread;  // [2C][Dv]: K S rows, then Q S rows; K S rows later hold the intra-chunk outputs
+  std::vector<float> gram;   // [2C][C]: L masked K K^T rows, then L masked Q K^T rows
+  std::vector<float> sread;  // [2C][Dv]: L K S rows, then L Q S rows; K S rows later hold the intra-chunk outputs
   std::vector<float> decay;  // [C]: exp(g_i), then the key decays D[last][i]
   std::vector<float> cum;    // [C]: P_i
   std::vector<float> beta;   // [C]
@@ -64,7 +70,7 @@ void matmul(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const 
 void load_chunk(const GdrProblem& p, int64_t j, int64_t t0, int64_t len, ChunkScratch& w) {
   const int64_t dk = p.dk;
   float* k = w.kq.data();
-  float* q = w.kq.data() + kC * dk;
+  float* q = w.kq.data() + len * dk;
   for (int64_t i = 0; i < len; ++i) p.load_qkv(j, t0 + i, q + i * dk, k + i * dk, w.v.data() + i * p.dv);
   for (int64_t i = 0; i < len; ++i)
     for (int64_t d = 0; d < dk; ++d) w.kt[d * kC + i] = k[i * dk + d];
@@ -75,14 +81,22 @@ void load_chunk(const GdrProblem& p, int64_t j, int64_t t0, int64_t len, ChunkSc
   }
 }
 
-// gram[i][c] = beta_i D[i][c] k_i.k_c for c < i; gram[C + i][c] = D[i][c] q_i.k_c for c <= i; zero
+// Rows i0 .. i0+kTri-1 of the causal products need columns (or, for the intra-chunk output, terms)
+// below i0 + kTri only.
+int64_t tri_cols(int64_t i0, int64_t len) {
+  return std::min(kC, (std::min(len, i0 + kTri) + kTriCols - 1) / kTriCols * kTriCols);
+}
+
+// gram[i][c] = beta_i D[i][c] k_i.k_c for c < i; gram[L + i][c] = D[i][c] q_i.k_c for c <= i; zero
 // elsewhere. Also sread = [K S; Q S] from the incoming state. Leaves D[len-1] in drow.
 void chunk_products(const GdrProblem& p, int64_t len, ChunkScratch& w) {
   const int64_t dk = p.dk, dv = p.dv;
   float* kk = w.gram.data();
-  float* qk = w.gram.data() + kC * kC;
-  matmul(len, len, dk, w.kq.data(), dk, w.kt.data(), kC, kk, kC);
-  matmul(len, len, dk, w.kq.data() + kC * dk, dk, w.kt.data(), kC, qk, kC);
+  float* qk = w.gram.data() + len * kC;
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i0 = 0; i0 < len; i0 += kTri)
+      matmul(std::min(kTri, len - i0), tri_cols(i0, len), dk, w.kq.data() + (h * len + i0) * dk, dk, w.kt.data(), kC,
+             w.gram.data() + (h * len + i0) * kC, kC);
   float* d = w.drow.data();
   for (int64_t i = 0; i < len; ++i) {
     for (int64_t c = 0; c < i; ++c) d[c] *= w.decay[i];  // D[i][c] = D[i-1][c] exp(g_i)
@@ -92,8 +106,7 @@ void chunk_products(const GdrProblem& p, int64_t len, ChunkScratch& w) {
       qk[i * kC + c] = c <= i ? qk[i * kC + c] * d[c] : 0.0f;
     }
   }
-  matmul(len, dv, dk, w.kq.data(), dk, w.s.data(), dv, w.sread.data(), dv);
-  matmul(len, dv, dk, w.kq.data() + kC * dk, dk, w.s.data(), dv, w.sread.data() + kC * dv, dv);
+  matmul(2 * len, dv, dk, w.kq.data(), dk, w.s.data(), dv, w.sread.data(), dv);
 }
 
 // v[i] <- Delta_i = beta_i (v_i - e^(gamma_i) (K S)_i) - sum_{m < i} A[i][m] Delta_m.
@@ -116,10 +129,12 @@ void solve_delta(const GdrProblem& p, int64_t len, ChunkScratch& w) {
 void write_outputs(const GdrProblem& p, int64_t j, int64_t t0, int64_t len, ChunkScratch& w) {
   const int64_t dv = p.dv;
   float* intra = w.sread.data();  // the K S rows are no longer needed
-  matmul(len, dv, len, w.gram.data() + kC * kC, kC, w.v.data(), dv, intra, dv);
+  for (int64_t i0 = 0; i0 < len; i0 += kTri)
+    matmul(std::min(kTri, len - i0), dv, std::min(len, i0 + kTri), w.gram.data() + (len + i0) * kC, kC, w.v.data(), dv,
+           intra + i0 * dv, dv);
   for (int64_t i = 0; i < len; ++i) {
     const float e = w.cum[i];
-    const float* qs = w.sread.data() + (kC + i) * dv;
+    const float* qs = w.sread.data() + (len + i) * dv;
     const float* in = intra + i * dv;
     float* o = p.o_row(j, t0 + i);
     for (int64_t c = 0; c < dv; ++c) o[c] = e * qs[c] + in[c];
