@@ -34,7 +34,8 @@ struct F32Args {
 };
 
 // Element (kk, r) of a K step: row r0 + r of a matrix with row stride nb1, k0 + kk along it.
-__device__ __forceinline__ float load_at(const char* base, int64_t nb1, int64_t rows, int64_t k, int64_t r, int64_t kk) {
+__device__ __forceinline__ float load_at(const char* base, int64_t nb1, int64_t rows, int64_t k, int64_t r,
+                                         int64_t kk) {
   return r < rows && kk < k ? *reinterpret_cast<const float*>(base + r * nb1 + kk * int64_t{sizeof(float)}) : 0.0f;
 }
 
@@ -85,11 +86,16 @@ bool f32_tiled_supported(const Tensor& w, const Tensor& x, const Tensor& dst) {
 }
 
 void f32_tiled_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst) {
-  const F32Args p{static_cast<const char*>(w.data), static_cast<int64_t>(w.nb[1]),
-                  static_cast<const char*>(x.data), static_cast<int64_t>(x.nb[1]),
-                  static_cast<float*>(dst.data),    w.ne[0],
-                  w.ne[1],                          x.ne[1]};
-  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(p.n, kTile)), static_cast<unsigned>(ceil_div<int64_t>(p.m, kTile)));
+  const F32Args p{static_cast<const char*>(w.data),
+                  static_cast<int64_t>(w.nb[1]),
+                  static_cast<const char*>(x.data),
+                  static_cast<int64_t>(x.nb[1]),
+                  static_cast<float*>(dst.data),
+                  w.ne[0],
+                  w.ne[1],
+                  x.ne[1]};
+  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(p.n, kTile)),
+                  static_cast<unsigned>(ceil_div<int64_t>(p.m, kTile)));
   f32_tiled_kernel<<<grid, kThreads, 0, ctx.stream>>>(p);
   GL_CUDA_CHECK(cudaGetLastError());
 }

@@ -25,12 +25,12 @@ namespace {
 
 namespace wmma = nvcuda::wmma;
 
-constexpr int kBM = 64;         // slots per output tile (= kMmaTileRows)
-constexpr int kBN = 64;         // weight rows per output tile
-constexpr int kBK = 32;         // K staged per step
-constexpr int kLd = kBK + 8;    // padded smem row (elements): no bank conflicts on fragment loads
-constexpr int kLdC = kBN + 4;   // padded F32 output row
-constexpr int kThreads = 128;   // 4 warps, 2 x 2 over the tile, 32 x 32 each
+constexpr int kBM = 64;        // slots per output tile (= kMmaTileRows)
+constexpr int kBN = 64;        // weight rows per output tile
+constexpr int kBK = 32;        // K staged per step
+constexpr int kLd = kBK + 8;   // padded smem row (elements): no bank conflicts on fragment loads
+constexpr int kLdC = kBN + 4;  // padded F32 output row
+constexpr int kThreads = 128;  // 4 warps, 2 x 2 over the tile, 32 x 32 each
 static_assert(kBM == kMmaTileRows, "one output tile per routed tile");
 
 template <class T>
@@ -217,8 +217,7 @@ __device__ void store_tile(const MmaArgs& p, Smem<T>& s, int wm, int wn, Acc (&a
   for (int i = 0; i < 2; ++i)
 #pragma unroll
     for (int j = 0; j < 2; ++j)
-      wmma::store_matrix_sync(s.c + (wm * 32 + i * 16) * kLdC + wn * 32 + j * 16, acc[i][j], kLdC,
-                              wmma::mem_row_major);
+      wmma::store_matrix_sync(s.c + (wm * 32 + i * 16) * kLdC + wn * 32 + j * 16, acc[i][j], kLdC, wmma::mem_row_major);
   __syncthreads();
   for (int e = static_cast<int>(threadIdx.x); e < kBM * kBN; e += kThreads) {
     const int r = e / kBN, c = e % kBN;
@@ -288,10 +287,9 @@ template <DType WT, class T>
 void launch_mma(const Ctx& ctx, const Tensor& x, const MmaArgs& p) {
   const int64_t n = nelements(x);
   const auto blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div<int64_t>(n, 256), 65535));
-  round_rows_kernel<T><<<blocks, 256, 0, ctx.stream>>>(static_cast<const char*>(x.data), static_cast<int64_t>(x.nb[1]),
-                                                       static_cast<int64_t>(x.nb[2]), x.ne[0], x.ne[1], n,
-                                                       static_cast<T*>(const_cast<void*>(p.xh)),
-                                                       p.split_x ? static_cast<T*>(const_cast<void*>(p.xl)) : nullptr);
+  round_rows_kernel<T><<<blocks, 256, 0, ctx.stream>>>(
+      static_cast<const char*>(x.data), static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2]), x.ne[0], x.ne[1],
+      n, static_cast<T*>(const_cast<void*>(p.xh)), p.split_x ? static_cast<T*>(const_cast<void*>(p.xl)) : nullptr);
   GL_CUDA_CHECK(cudaGetLastError());
   const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(p.n, kBN)),
                   static_cast<unsigned>(p.tiles.max_tiles < kMaxGridY ? p.tiles.max_tiles : kMaxGridY));
