@@ -34,7 +34,9 @@ struct Options {
   bool force_staging = false;  // transfers through the staging buffer even where memory is mapped (tests)
   // Prefill products of F16/BF16/Q8_0 weights on tensor cores (VK_NV_cooperative_matrix, operands
   // rounded to f16) where the device offers them; false: the f32 tiled shader (tests compare them).
-  bool cooperative_matrix = true;
+  // Off by default: on the H200 the f16 rounding put the moe-MXFP4_MOE fixture's logits 3.4e-3
+  // from the exact math, past the 1e-3 the Vulkan backend promises.
+  bool cooperative_matrix = false;
 };
 
 struct DeviceInfo {
