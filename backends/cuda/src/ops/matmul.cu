@@ -19,6 +19,7 @@
 #include "chain.cuh"
 #include "kernels.cuh"
 #include "mm_utils.cuh"
+#include "round_to.cuh"
 
 namespace gl::cuda {
 namespace {
@@ -31,21 +32,6 @@ constexpr int64_t kWeightTileBytes = int64_t{64} << 20;
 constexpr int kConvertThreads = 256;
 // The weight tile follows the activations in the workspace on the arena's 256-byte grid.
 constexpr size_t kWorkspaceAlign = 256;
-
-template <class T>
-__device__ __forceinline__ T from_f32(float f);
-template <>
-__device__ __forceinline__ float from_f32<float>(float f) {
-  return f;
-}
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float f) {
-  return __float2half_rn(f);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float f) {
-  return __float2bfloat16_rn(f);
-}
 
 // x [K, M, B2, B3] (any float dtype, any strides) -> contiguous hi = round(x) in T, and when lo is
 // not null lo = round(x - hi): two GEMMs over hi and lo give activations ~16 significant bits

@@ -19,6 +19,7 @@
 #include "dtype_table.cuh"
 #include "kernels.cuh"
 #include "mm_utils.cuh"
+#include "round_to.cuh"
 
 namespace gl::cuda::mm {
 namespace {
@@ -32,25 +33,6 @@ constexpr int kLd = kBK + 8;   // padded smem row (elements): no bank conflicts 
 constexpr int kLdC = kBN + 4;  // padded F32 output row
 constexpr int kThreads = 128;  // 4 warps, 2 x 2 over the tile, 32 x 32 each
 static_assert(kBM == kMmaTileRows, "one output tile per routed tile");
-
-template <class T>
-__device__ __forceinline__ T to_mma(float v);
-template <>
-__device__ __forceinline__ __half to_mma<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_mma<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <class T>
-__device__ __forceinline__ float from_mma(T v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __half2float(v);
-  } else {
-    return __bfloat162float(v);
-  }
-}
 
 // Element k of a weight row as float, through the type's traits (the reference dequantizer).
 template <DType WT>
@@ -277,9 +259,9 @@ __global__ void round_rows_kernel(const char* x, int64_t nb1, int64_t nb2, int64
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t row = i / k, u = row % x1, t = row / x1;
     const float v = *reinterpret_cast<const float*>(x + u * nb1 + t * nb2 + (i % k) * 4);
-    const T h = to_mma<T>(v);
+    const T h = from_f32<T>(v);
     hi[i] = h;
-    if (lo) lo[i] = to_mma<T>(v - from_mma(h));
+    if (lo) lo[i] = from_f32<T>(v - static_cast<float>(h));
   }
 }
 
