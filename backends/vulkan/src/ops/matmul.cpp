@@ -64,8 +64,9 @@ bool vec4_rows(const Operand& x) {
          x.nb[3] % 4 == 0;
 }
 
-ProductPush product_push(const Operand& w, const Operand& x, const Operand& d, DType wt) {
-  ProductPush pc{};
+// The fields both product shaders read: strides, shape, batch ratios, offsets and types.
+template <class Push>
+void fill_product(Push& pc, const Operand& w, const Operand& x, const Operand& d, DType wt) {
   for (int i = 0; i < 4; ++i) {
     pc.x_nb[i] = x.nb[i];
     pc.d_nb[i] = d.nb[i];
@@ -81,6 +82,11 @@ ProductPush product_push(const Operand& w, const Operand& x, const Operand& d, D
   pc.x_off = x.offset;
   pc.d_off = d.offset;
   pc.types = (wt == DType::Q8_0 ? kTypeQ8_0 : w.type) | x.type << 4 | d.type << 8;
+}
+
+ProductPush product_push(const Operand& w, const Operand& x, const Operand& d, DType wt) {
+  ProductPush pc{};
+  fill_product(pc, w, x, d, wt);
   pc.x_vec = vec4_rows(x) ? 1 : 0;
   return pc;
 }
@@ -98,22 +104,9 @@ void general_product(Recorder& rec, const Tensor& node) {
   const Operand d = rec.operand(node);
   const Operand ids = id ? rec.operand(*node.src[2]) : d;
   MatmulPush pc{};
-  for (int i = 0; i < 4; ++i) {
-    pc.x_nb[i] = x.nb[i];
-    pc.d_nb[i] = d.nb[i];
-    pc.w_nb[i] = w.nb[i];
-  }
-  pc.K = w.ne[0];
-  pc.N = w.ne[1];
-  pc.M = d.ne[1];  // MUL_MAT_ID: ids per token
-  pc.B2 = d.ne[2];
-  pc.r2 = id ? 1 : x.ne[2] / w.ne[2];
-  pc.r3 = id ? 1 : x.ne[3] / w.ne[3];
-  pc.w_off = w.offset;
-  pc.x_off = x.offset;
-  pc.d_off = d.offset;
+  fill_product(pc, w, x, d, node.src[0]->type);  // MUL_MAT_ID: M is the ids per token
+  if (id) pc.r2 = pc.r3 = 1;
   pc.ids_off = ids.offset;
-  pc.types = (node.src[0]->type == DType::Q8_0 ? kTypeQ8_0 : w.type) | x.type << 4 | d.type << 8;
   pc.tile = id ? 1 : kTile;
   pc.id_mode = id ? 1 : 0;
   pc.ids_nb0 = ids.nb[0];
