@@ -43,7 +43,9 @@ double device_nmse(DType w) {
 // independent rounding errors, NMSE ~ (d^2 / 12) / mean(x^2); here |x| is in [0.1, 1] (max ~1, mean
 // x^2 ~0.37), so ~1.4e-5: the bound of one Q8_0 rounding (kNmseQ8Out, 7x margin). Other types keep
 // their exact row under FAST. CUDA under FAST rounds the activations of its Q4_K / Q5_K / Q6_K GEMV
-// rows the same way (blocks of 32), within the same bound (OpCase::threshold).
+// rows the same way (blocks of 32), within the same bound (OpCase::threshold). BF16 weights under
+// FAST multiply activations rounded to BF16 (round to nearest even: relative error <= 2^-9, NMSE
+// of the products ~(2^-9)^2 / 3 ~ 1.3e-6) with exact products summed in float: kNmseBf16Out.
 double fast_nmse(DType w) {
   switch (w) {
     case DType::Q4_0:
@@ -51,9 +53,9 @@ double fast_nmse(DType w) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K: return kNmseQ8Out;
+    case DType::BF16: return kNmseBf16Out;
     case DType::F32:
     case DType::F16:
-    case DType::BF16:
     case DType::I32:
     case DType::Q4_1:
     case DType::Q5_0:

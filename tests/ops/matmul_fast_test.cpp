@@ -2,7 +2,8 @@
 // both precisions: a product of 2..8 rows (9 on the CPU; CUDA sends more than 8 to cuBLAS, which
 // no verify reaches) gives, bit for bit, the results of one row at a time (what greedy MTP parity
 // needs: a verify of K + 1 rows must reproduce K + 1 decode steps). And the CPU's
-// Precision::FAST (int8 activations for Q4_0, Q8_0, Q4_K, Q5_K, Q6_K weights) really differs from
+// Precision::FAST (int8 activations for Q4_0, Q8_0, Q4_K, Q5_K, Q6_K weights, BF16 ones for BF16
+// weights) really differs from
 // EXACT for those types, while EXACT is untouched by the switch. The error bounds are in the op
 // harness (cases_matmul.cpp).
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@
 namespace gl::test {
 namespace {
 
-constexpr DType kFastTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kFastTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::BF16};
 constexpr DType kAllWeightTypes[] = {DType::F32,  DType::F16,    DType::BF16,   DType::Q8_0, DType::Q4_0, DType::Q4_1,
                                      DType::Q5_0, DType::Q5_1,   DType::Q2_K,   DType::Q3_K, DType::Q4_K, DType::Q5_K,
                                      DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};

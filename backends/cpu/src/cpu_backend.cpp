@@ -8,6 +8,7 @@
 #include "ops/dtype_kernels.h"
 #include "ops/kernels.h"
 #include "ops/team.h"
+#include "profile.h"
 
 namespace gl::cpu {
 namespace {
@@ -98,7 +99,9 @@ class CpuBackend final : public Backend {
     for (Tensor* node : nodes) {
       if (!node->data && node->op != Op::NONE && !is_view_op(node->op))
         return Error("cpu: node '" + node->name + "' (" + std::string(op_name(node->op)) + ") has no memory");
+      const auto t0 = profile_.start();
       compute_node(*node, precision_);
+      profile_.stop(*node, t0);
     }
     return {};
   }
@@ -108,6 +111,7 @@ class CpuBackend final : public Backend {
 
  private:
   Team team_;
+  Profile profile_;
   Precision precision_ = Precision::EXACT;
 };
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstring>
 
+#include "bf16_fast.h"
 #include "dot_tiles.h"
 #include "matmul.h"
 #include "quants/dequant_tiles.h"
@@ -56,7 +57,7 @@ constexpr CpuTypeKernels kernels_of(DType t) {
   return {};
 }
 
-// A type with FAST rows: its exact row with the int8 dot product and activation quantizer.
+// A type with FAST rows: its exact row with the rounded-activation dot product and its quantizer.
 template <class K>
 constexpr CpuTypeKernels int8_kernels(DType t) {
   CpuTypeKernels k = kernels_of(t);
@@ -66,7 +67,8 @@ constexpr CpuTypeKernels int8_kernels(DType t) {
   return k;
 }
 
-// Precision::FAST: int8 activations where the type has them, else the exact row.
+// Precision::FAST: int8 activations where the type has them (BF16: BF16 activations), else the
+// exact row.
 constexpr CpuTypeKernels fast_kernels_of(DType t) {
   switch (t) {
     case DType::Q4_0: return int8_kernels<LegacyInt8<UnpackQ4_0>>(t);
@@ -74,9 +76,9 @@ constexpr CpuTypeKernels fast_kernels_of(DType t) {
     case DType::Q4_K: return int8_kernels<KQuantInt8<LevelsQ4_K>>(t);
     case DType::Q5_K: return int8_kernels<KQuantInt8<LevelsQ5_K>>(t);
     case DType::Q6_K: return int8_kernels<KQuantInt8<LevelsQ6_K>>(t);
+    case DType::BF16: return int8_kernels<Bf16Fast>(t);
     case DType::F32:
     case DType::F16:
-    case DType::BF16:
     case DType::I32:
     case DType::Q4_1:
     case DType::Q5_0:

@@ -10,9 +10,10 @@
 // matmul.cpp selects kernels here and nowhere else; the kernels themselves are templates on the
 // type (dot_tiles.h). A row whose dot_rows is null has no matrix product on the CPU, and
 // supports_node() says so, so the scheduler never hands such a node to this backend.
-// Under Precision::FAST, Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights have int8 rows (quants/int8_dot.h):
-// each activation row is quantized on its own to int8 blocks (quantize_act), so a row's result
-// does not depend on the other rows of the product; the other types keep their exact row.
+// Under Precision::FAST, Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights have int8 rows (quants/int8_dot.h)
+// and BF16 weights BF16 rows (bf16_fast.h): each activation row is quantized on its own
+// (quantize_act), so a row's result does not depend on the other rows of the product; the other
+// types keep their exact row.
 #pragma once
 
 #include <cstdint>
