@@ -11,6 +11,9 @@
 #      tests/gpu/run_gpu_tests.sh                   # or: tests/gpu/run_gpu_tests.sh path/to/bundle
 #      tests/gpu/run_gpu_tests.sh [bundle] --bench [preset:type ...]  # tests, then benchmarks (bench_all)
 #      tests/gpu/run_gpu_tests.sh [bundle] --bench-only [preset:type ...]
+#      tests/gpu/run_gpu_tests.sh [bundle] --sanitize  # CUDA op cases + model tests under
+#                                                      # compute-sanitizer memcheck and racecheck
+#    A bundle built with GL_VULKAN links libvulkan.so.1: bring the loader first (../shared/docs/GPU.md).
 #
 # gl_test_gpu checks the CUDA backend and the executor's GPU <-> CPU paths, gl_test_ops runs every
 # op case on every backend present (cpu, and cuda when a device is visible), then gl_test_graph and
@@ -110,13 +113,33 @@ bench_all() {
   return $status
 }
 
+# --sanitize: the CUDA op cases and the CUDA model tests under compute-sanitizer's memcheck, and
+# the op cases under racecheck (shared-memory hazards). Exit 1 on any reported error.
+sanitize() {
+  local bundle=$1 logs=$2 cs status=0
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  [[ -x $cs ]] || die "compute-sanitizer not found (PATH, /usr/local/cuda/bin)"
+  local runs=("memcheck gl_test_ops *__cuda*" "memcheck gl_test_models *Cuda*" "racecheck gl_test_ops *__cuda*")
+  for r in "${runs[@]}"; do
+    read -r tool exe filter <<<"$r"
+    local log=$logs/$tool-$exe.log start=$SECONDS rc
+    "$cs" --tool "$tool" --error-exitcode 9 --print-limit 50 "$bundle/$exe" --gtest_color=no \
+      --gtest_filter="$filter" >"$log" 2>&1
+    rc=$?
+    echo "$tool $exe ($filter): rc $rc, $((SECONDS - start)) s; $(grep -E '(ERROR|RACECHECK) SUMMARY' "$log")"
+    ((rc != 0)) && status=1
+  done
+  return $status
+}
+
 main() {
   if [[ ${1:-} == --pack ]]; then
     pack "${2:-}"
     exit 0
   fi
-  local bundle=build-cuda/gpu bench=0 tests=1
+  local bundle=build-cuda/gpu bench=0 tests=1 sanitizer=0
   if [[ -n ${1:-} && -d $1 ]]; then bundle=$1; shift; fi
+  if [[ ${1:-} == --sanitize ]]; then sanitizer=1; shift; fi
   if [[ ${1:-} == --bench ]]; then bench=1; shift; fi
   if [[ ${1:-} == --bench-only ]]; then bench=1; tests=0; shift; fi
   [[ -d $bundle ]] || die "no bundle at $bundle (build and --pack first, see the top of this script)"
@@ -132,6 +155,10 @@ main() {
   [[ -f $bundle/binary_dir ]] && mkdir -p "$(cat "$bundle/binary_dir")"
 
   local rows=() status=0
+  if ((sanitizer)); then
+    sanitize "$bundle" "$logs" || status=1
+    exit "$status"
+  fi
   if ((bench && !tests)); then
     bench_all "$bundle" "$logs" "$@" || status=1
     exit "$status"
