@@ -24,6 +24,14 @@ namespace {
 
 struct Bf16Fast {
   static constexpr int64_t kBlock = 32;  // elements per step: one 64-byte line of weights
+  // Weight rows a prefill group takes at once: 4 x kGroup sums, 4 weight and one activation vector
+  // fit the 32 AVX-512 registers (+7-22% pp128 over 2 rows on the 0.8B BF16 file); 16 AVX2
+  // registers hold 2 x kGroup.
+#if defined(__AVX512F__)
+  static constexpr int kWide = 4;
+#else
+  static constexpr int kWide = 2;
+#endif
   struct Block {
     bf16_t v[kBlock];
   };
@@ -99,16 +107,16 @@ struct Bf16Fast {
 
   // The DotRowsFn of dtype_kernels.h (x rows are quantize_act rows): groups of up to kGroup
   // activation rows go over the weight rows (in cache after the first group). A decode's few
-  // rows take one weight row at a time (one stream, asked for ahead); more rows take two, so each
-  // activation vector loaded serves two products.
+  // rows take one weight row at a time (one stream, asked for ahead); more rows take kWide, so each
+  // activation vector loaded serves kWide products.
   static void dot_rows(const void* const* w, int nw, const void* const* x, int64_t nx, int64_t k, float* const* out,
                        int64_t out_off) {
     const auto* wr = reinterpret_cast<const bf16_t* const*>(w);
-    const int pair = nx > kGroup ? 2 : 1;
+    const bool many = nx > kGroup;
     for (int64_t j0 = 0; j0 < nx; j0 += kGroup) {
       const int jn = static_cast<int>(std::min<int64_t>(kGroup, nx - j0));
       int i = 0;
-      for (; pair == 2 && i + 2 <= nw; i += 2) group_n<2, kGroup>(jn, wr + i, k, x + j0, out + j0, out_off + i);
+      for (; many && i + kWide <= nw; i += kWide) group_n<kWide, kGroup>(jn, wr + i, k, x + j0, out + j0, out_off + i);
       for (; i < nw; ++i) group_n<1, kGroup>(jn, wr + i, k, x + j0, out + j0, out_off + i);
     }
   }
