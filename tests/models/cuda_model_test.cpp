@@ -29,17 +29,7 @@ class CudaModelTest : public ::testing::TestWithParam<std::string> {
     model_ = std::move(*m);
   }
   std::vector<int32_t> generate(int k, int n) {
-    auto s = qwen35::Session::create(*model_, *gpu_, {.n_ctx = 512, .n_batch = 8, .mtp_k = k, .kv_bucket = 64});
-    EXPECT_TRUE(s.ok());
-    EXPECT_TRUE((*s)->prefill(fx_->prompt).ok());
-    std::vector<int32_t> out;
-    for (int i = 0; i < n; ++i) {
-      auto t = (*s)->next();
-      EXPECT_TRUE(t.ok()) << t.error();
-      if (!t.ok()) break;
-      out.push_back(*t);
-    }
-    return out;
+    return session_tokens(*model_, *gpu_, {.n_ctx = 512, .n_batch = 8, .mtp_k = k, .kv_bucket = 64}, fx_->prompt, n);
   }
   const ModelFixture* fx_ = nullptr;
   std::unique_ptr<Backend> gpu_;

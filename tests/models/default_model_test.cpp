@@ -11,6 +11,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "fixture.h"
 #include "ggml-lite/cpu.h"
 #include "ggml-lite/models/mtp.h"
 #include "ggml-lite/models/session.h"
@@ -34,13 +35,7 @@ class DefaultModelTest : public ::testing::Test {
     greedy_ = ref_["greedy_ids"].get<std::vector<int32_t>>();
   }
   std::vector<int32_t> generate(int k, int n, qwen35::SessionStats* st = nullptr) {
-    auto s = qwen35::Session::create(*model_, *cpu_, {.n_ctx = 1024, .n_batch = 64, .mtp_k = k});
-    EXPECT_TRUE(s.ok());
-    EXPECT_TRUE((*s)->prefill(prompt_).ok());
-    std::vector<int32_t> out;
-    for (int i = 0; i < n; ++i) out.push_back(*(*s)->next());
-    if (st) *st = (*s)->stats();
-    return out;
+    return session_tokens(*model_, *cpu_, {.n_ctx = 1024, .n_batch = 64, .mtp_k = k}, prompt_, n, st);
   }
   nlohmann::json ref_;
   std::unique_ptr<Backend> cpu_;

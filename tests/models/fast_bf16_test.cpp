@@ -56,18 +56,9 @@ class FastBf16Test : public ::testing::TestWithParam<std::string> {
     return l.ok() ? *l : std::vector<float>{};
   }
   std::vector<int32_t> greedy(int k) {
-    std::vector<int32_t> out;
-    auto s = qwen35::Session::create(
-        *model_, *cpu_, {.n_ctx = 256, .n_batch = 8, .mtp_k = k, .kv_bucket = 32, .precision = Precision::FAST});
-    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
-    if (!s.ok() || !(*s)->prefill(fx_->prompt).ok()) return out;
-    for (int i = 0; i < 48; ++i) {
-      auto t = (*s)->next();
-      EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error());
-      if (!t.ok()) break;
-      out.push_back(*t);
-    }
-    return out;
+    return session_tokens(*model_, *cpu_,
+                          {.n_ctx = 256, .n_batch = 8, .mtp_k = k, .kv_bucket = 32, .precision = Precision::FAST},
+                          fx_->prompt, 48);
   }
   const ModelFixture* fx_ = nullptr;
   std::unique_ptr<Backend> cpu_;

@@ -50,6 +50,25 @@ const ModelFixture& model_fixture(const std::string& name) {
   return *cache.emplace(name, std::move(f)).first->second;
 }
 
+std::vector<int32_t> session_tokens(const qwen35::Model& m, Backend& be, const qwen35::RunConfig& cfg,
+                                    const std::vector<int32_t>& prompt, int n, qwen35::SessionStats* stats) {
+  std::vector<int32_t> out;
+  auto s = qwen35::Session::create(m, be, cfg);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
+  if (!s.ok()) return out;
+  const Status p = (*s)->prefill(prompt);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error());
+  if (!p.ok()) return out;
+  for (int i = 0; i < n; ++i) {
+    auto t = (*s)->next();
+    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error());
+    if (!t.ok()) break;
+    out.push_back(*t);
+  }
+  if (stats) *stats = (*s)->stats();
+  return out;
+}
+
 double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   GL_ASSERT(a.size() == b.size(), "size mismatch");
   double num = 0.0, den = 0.0;

@@ -10,6 +10,7 @@
 
 #include "ggml-lite/backend.h"
 #include "ggml-lite/models/qwen35.h"
+#include "ggml-lite/models/session.h"
 #include "gguf-tools/safetensors.h"
 
 namespace gl::test {
@@ -27,6 +28,11 @@ struct ModelFixture {
 
 // Converts tests/fixtures/<name> once per process (F32) and loads its reference outputs.
 const ModelFixture& model_fixture(const std::string& name);
+
+// n tokens after `prompt` from a fresh Session on `be` with `cfg` (MTP K, precision, ...); a failure
+// is a test failure and ends the list early. Fills *stats when given.
+std::vector<int32_t> session_tokens(const qwen35::Model& m, Backend& be, const qwen35::RunConfig& cfg,
+                                    const std::vector<int32_t>& prompt, int n, qwen35::SessionStats* stats = nullptr);
 
 // max |a - b| / max |b|
 double rel_error(const std::vector<float>& a, const std::vector<float>& b);

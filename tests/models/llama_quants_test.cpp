@@ -234,18 +234,8 @@ TEST_P(LlamaQuantsTest, FastLogits) {
 // 32 greedy tokens after prompt, drafting k tokens a round with the MTP head (k = 0: off).
 std::vector<int32_t> greedy(const qwen35::Model& model, Backend& backend, const std::vector<int32_t>& prompt, int k,
                             Precision precision) {
-  std::vector<int32_t> out;
-  auto s = qwen35::Session::create(model, backend,
-                                   {.n_ctx = 128, .n_batch = 32, .mtp_k = k, .kv_bucket = 32, .precision = precision});
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error());
-  if (!s.ok() || !(*s)->prefill(prompt).ok()) return out;
-  for (int i = 0; i < 32; ++i) {
-    auto t = (*s)->next();
-    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error());
-    if (!t.ok()) break;
-    out.push_back(*t);
-  }
-  return out;
+  return session_tokens(model, backend,
+                        {.n_ctx = 128, .n_batch = 32, .mtp_k = k, .kv_bucket = 32, .precision = precision}, prompt, 32);
 }
 
 // (c) Greedy decoding with the MTP head drafting K = 1..3 tokens gives the tokens of plain greedy

@@ -13,23 +13,6 @@
 namespace gl::test {
 namespace {
 
-std::vector<int32_t> generate(const qwen35::Model& m, Backend& be, const qwen35::RunConfig& cfg,
-                              const std::vector<int32_t>& prompt, int n, qwen35::SessionStats* stats = nullptr) {
-  auto s = qwen35::Session::create(m, be, cfg);
-  EXPECT_TRUE(s.ok()) << s.error();
-  if (!s.ok()) return {};
-  EXPECT_TRUE((*s)->prefill(prompt).ok());
-  std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) {
-    auto t = (*s)->next();
-    EXPECT_TRUE(t.ok()) << t.error();
-    if (!t.ok()) break;
-    out.push_back(*t);
-  }
-  if (stats) *stats = (*s)->stats();
-  return out;
-}
-
 using SessionTest = FixtureModelTest;
 
 // A cache too large for the device is a clear error from Session::create and Runner::eval, not a
@@ -51,13 +34,13 @@ TEST_P(SessionTest, OutOfMemoryForTheCacheIsAnError) {
 // than the prefill chunk (29 tokens in chunks of 8).
 TEST_P(SessionTest, GreedyParityWithMtp) {
   qwen35::RunConfig cfg{.n_ctx = 512, .n_batch = 8, .kv_bucket = 64};
-  const std::vector<int32_t> plain = generate(*model_, *cpu_, cfg, fx_->prompt, 128);
+  const std::vector<int32_t> plain = session_tokens(*model_, *cpu_, cfg, fx_->prompt, 128);
   ASSERT_EQ(plain.size(), 128u);
   EXPECT_TRUE(std::equal(fx_->greedy.begin(), fx_->greedy.end(), plain.begin())) << "plain greedy vs transformers";
   for (int k = 1; k <= 4; ++k) {
     cfg.mtp_k = k;
     qwen35::SessionStats st;
-    EXPECT_EQ(generate(*model_, *cpu_, cfg, fx_->prompt, 128, &st), plain) << "K = " << k;
+    EXPECT_EQ(session_tokens(*model_, *cpu_, cfg, fx_->prompt, 128, &st), plain) << "K = " << k;
     EXPECT_GT(st.spec.rounds, 0) << "K = " << k;
   }
 }
