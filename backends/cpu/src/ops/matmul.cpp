@@ -35,9 +35,6 @@ constexpr int64_t kMaxTileRows = 24;
 // Int8 (FAST) jobs read their weight rows in place and have no scratch to fit: larger tiles halve
 // the scheduling per row of a decode GEMV.
 constexpr int64_t kInt8TileRows = 64;
-// Weight rows read in place (no scratch) by a job: a tile prefetches the next tile's rows, but not
-// across jobs, so a longer job streams more of its rows prefetched. A multiple of every register tile.
-constexpr int64_t kInPlaceTileRows = 60;
 constexpr int64_t kTileBytes = 256 * 1024;   // converted weight tile, kept in L2
 constexpr int64_t kBlockBytes = 512 * 1024;  // activation rows of one block
 constexpr int64_t kMaxBlockRows = 64;
@@ -140,7 +137,7 @@ void run_job(const Tensor& w, const CpuTypeKernels& kern, const Block& b, int64_
   const int64_t k = w.ne[0], nx = b.end - b.begin;
   const void* const* x = rs.x.data() + b.begin;
   float* const* out = rs.out.data() + b.begin;
-  const void* rows[std::max({kMaxTileRows, kInt8TileRows, kInPlaceTileRows})];
+  const void* rows[std::max(kMaxTileRows, kInt8TileRows)];
   if (reads_in_place(w, kern, nx)) {
     for (int i = 0; i < nw; ++i) rows[i] = elem_ptr(w, 0, n0 + i, b.i2, b.i3);
     kern.dot_rows(rows, nw, x, nx, k, out, n0);
@@ -162,15 +159,15 @@ void run_job(const Tensor& w, const CpuTypeKernels& kern, const Block& b, int64_
 // Every (block, weight tile) job; threads take consecutive tiles of the same block.
 void run_blocks(const Tensor& w, const CpuTypeKernels& kern, const std::vector<Block>& blocks, const RowSet& rs) {
   const int64_t k = w.ne[0], n = w.ne[1];
+  const int64_t tile = quantizes_act(kern) ? kInt8TileRows : tile_rows(k);
+  const int64_t tiles = (n + tile - 1) / tile;
+  const int64_t jobs = static_cast<int64_t>(blocks.size()) * tiles;
   bool needs_scratch = false;
   int64_t macs = 0;
   for (const Block& b : blocks) {
     needs_scratch = needs_scratch || !reads_in_place(w, kern, b.end - b.begin);
     macs += (b.end - b.begin) * n * k;
   }
-  const int64_t tile = quantizes_act(kern) ? kInt8TileRows : needs_scratch ? tile_rows(k) : kInPlaceTileRows;
-  const int64_t tiles = (n + tile - 1) / tile;
-  const int64_t jobs = static_cast<int64_t>(blocks.size()) * tiles;
   parallel_for(jobs, jobs > 1 && macs >= kParallelMinMacs, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> scratch(needs_scratch ? static_cast<size_t>(tile * k) : 0);
     for (int64_t job = r_begin; job < r_end; ++job) {
