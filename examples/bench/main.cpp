@@ -76,6 +76,10 @@ void add_options(CLI::App& app, Args& a) {
          "--precision", [&p](const std::string& name) { p.precision = *gl::precision_from_name(name); },
          "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
       ->check(CLI::IsMember({"exact", "fast"}));
+  app.add_option_function<std::string>(
+         "--kv-type", [&p](const std::string& name) { p.kv_type = *gl::dtype_from_name(name); },
+         "K/V cache rows: f32 (exact) or f16 (half the bytes at long contexts; K and V rounded to f16)")
+      ->check(CLI::IsMember({"f32", "f16"}));
   app.add_flag("--force-accept", p.force_accept,
                "spec rows accept every draft unchecked (loop ceiling; not the model's output)");
   app.add_option("-r,--repetitions", p.reps, "timed repetitions per row")

@@ -113,6 +113,7 @@ gl::qwen35::RunConfig gen_config(const Params& p, int k) {
   cfg.force_accept = p.force_accept && k > 0;
   cfg.greedy_chain = p.greedy_chain;
   cfg.precision = p.precision;
+  cfg.kv_type = p.kv_type;
   return cfg;
 }
 
@@ -289,7 +290,7 @@ uint64_t memory_in_use(const BackendInfo& b) {
 }
 
 gl::Result<Row> run_pp(const Model& m, gl::Backend& be, const Params& p, int n) {
-  gl::qwen35::Runner r(m, be, p.n_ctx);
+  gl::qwen35::Runner r(m, be, p.n_ctx, 256, p.kv_type);
   be.set_precision(p.precision);  // what a Session does from RunConfig::precision
   const std::vector<int32_t> tokens = spread_ids(m.hparams().n_vocab, n);
   const std::vector<int32_t> out{n - 1};

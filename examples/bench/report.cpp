@@ -91,7 +91,9 @@ void print_markdown_header(const Report& r) {
 
 void print_markdown_row(const Report& r, const Row& row) {
   const std::string floor = row.floor_pct ? fmt::format("{:.1f}", *row.floor_pct) : "-";
-  const std::string notes = row.spec ? spec_notes(*row.spec) : "";
+  std::string notes =
+      r.params.kv_type == gl::DType::F32 ? "" : fmt::format("{} KV cache", gl::dtype_name(r.params.kv_type));
+  if (row.spec) notes += (notes.empty() ? "" : "; ") + spec_notes(*row.spec);
   fmt::print("| {} | {} | {} | {} | {} | {:.2f} | {:.2f} | {} | {} |\n", r.model.name, r.model.type, r.backend.name,
              gl::precision_name(r.params.precision), row.test, row.tok_s, row.stddev, floor, notes);
   std::fflush(stdout);
@@ -135,7 +137,8 @@ std::string to_json(const Report& r) {
         {"n_ctx", r.params.n_ctx},
         {"tg_prompt", r.params.tg_prompt},
         {"force_accept", r.params.force_accept},
-        {"precision", gl::precision_name(r.params.precision)}}},
+        {"precision", gl::precision_name(r.params.precision)},
+        {"kv_type", gl::dtype_name(r.params.kv_type)}}},
       {"bandwidth_gbs", r.bandwidth_gbs},
       {"bandwidth_source", r.bandwidth_measured ? "measured" : "given"},
       {"floor_tok_s", r.floor_tok_s},

@@ -41,6 +41,7 @@ struct Args {
   bool ignore_eos = false;
   gl::SamplerParams sampling;
   gl::Precision precision = gl::Precision::EXACT;
+  gl::DType kv_type = gl::DType::F32;
 };
 
 void add_options(CLI::App& app, Args& a) {
@@ -63,6 +64,10 @@ void add_options(CLI::App& app, Args& a) {
          "--precision", [&a](const std::string& name) { a.precision = *gl::precision_from_name(name); },
          "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
       ->check(CLI::IsMember({"exact", "fast"}));
+  app.add_option_function<std::string>(
+         "--kv-type", [&a](const std::string& name) { a.kv_type = *gl::dtype_from_name(name); },
+         "K/V cache rows: f32 (exact) or f16 (half the bytes at long contexts; K and V rounded to f16)")
+      ->check(CLI::IsMember({"f32", "f16"}));
   app.add_option("--backend", a.backend,
                  "compute backend (auto: cuda, else a Vulkan GPU, when built with them and present; else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "vulkan"}));
@@ -168,6 +173,7 @@ int run(const Args& a) {
   if (!tok) return fmt::print(stderr, "qwen35: {}\n", tok.error()), 1;
   gl::qwen35::RunConfig cfg{.n_ctx = a.ctx, .n_batch = a.batch, .mtp_k = k, .sampling = a.sampling};
   cfg.precision = a.precision;
+  cfg.kv_type = a.kv_type;
   auto session = gl::qwen35::Session::create(m, be, cfg);
   if (!session) return fmt::print(stderr, "qwen35: {}\n", session.error()), 1;
   return generate(**session, *tok, a.prompt, a.n_predict, a.ignore_eos, k);

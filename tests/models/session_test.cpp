@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 
 #include "common/restricted_backend.h"
 #include "fixture.h"
 #include "ggml-lite/cpu.h"
+#include "ggml-lite/models/runner.h"
 #include "ggml-lite/models/session.h"
 
 namespace gl::test {
@@ -43,6 +45,39 @@ TEST_P(SessionTest, GreedyParityWithMtp) {
     EXPECT_EQ(session_tokens(*model_, *cpu_, cfg, fx_->prompt, 128, &st), plain) << "K = " << k;
     EXPECT_GT(st.spec.rounds, 0) << "K = " << k;
   }
+}
+
+// An F16 KV cache (RunConfig::kv_type) rounds each K and V value to F16 once (relative error <=
+// 2^-11 ~ 4.9e-4 per value, and attention averages over keys): the prompt logits stay within the
+// bound a device backend's F32 path gets against the CPU (1e-3; measured 5.4e-5 dense, 4.5e-5
+// MoE), and greedy decoding with the MTP head drafting K = 1..3 gives the tokens of plain greedy
+// decoding on the same cache type.
+constexpr double kF16KvBound = 1e-3;
+
+TEST_P(SessionTest, F16KvCacheStaysCloseAndKeepsMtpParity) {
+  std::vector<int32_t> rows(fx_->prompt.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  qwen35::Runner f32(*model_, *cpu_, 256, 64), f16(*model_, *cpu_, 256, 64, DType::F16);
+  auto a = f32.eval(fx_->prompt, rows);
+  auto b = f16.eval(fx_->prompt, rows);
+  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.error() : a.error());
+  const double err = rel_error(*b, *a);
+  std::printf("[ metric   ] %s: F16 vs F32 KV cache, prompt logits max rel error %.3g\n", GetParam().c_str(), err);
+  EXPECT_GT(err, 0.0) << "the F16 cache did not round";
+  EXPECT_LT(err, kF16KvBound);
+  qwen35::RunConfig cfg{.n_ctx = 512, .n_batch = 8, .kv_bucket = 64, .kv_type = DType::F16};
+  const std::vector<int32_t> plain = session_tokens(*model_, *cpu_, cfg, fx_->prompt, 64);
+  ASSERT_EQ(plain.size(), 64u);
+  for (int k = 1; k <= 3; ++k) {
+    cfg.mtp_k = k;
+    EXPECT_EQ(session_tokens(*model_, *cpu_, cfg, fx_->prompt, 64), plain) << "K = " << k;
+  }
+}
+
+TEST_P(SessionTest, KvTypeOtherThanF32OrF16IsAClearError) {
+  auto s = qwen35::Session::create(*model_, *cpu_, {.kv_type = DType::Q8_0});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("kv_type q8_0 is not a KV cache type"), std::string::npos) << s.error();
 }
 
 // A GGUF without MTP tensors refuses MTP with a message that says how to run without it.

@@ -1,9 +1,9 @@
-// attn_exact_test.cpp - the CPU's EXACT FLASH_ATTN over dense F32 rows (the model's KV cache), which
-// takes eight keys or eight value columns per vector instruction, gives the bits of the scalar
-// loop it replaced. The scalar loop still runs for F16 K/V; with K/V values that F16 holds exactly,
-// both layouts compute the same float operations on the same numbers, so the outputs must match
-// bit for bit. Shapes: one decode row and a verify block, a key count that is not a multiple of 8
-// (the scalar tail), GQA, a mask with -inf entries, Dk = Dv = 64 and Dk = 40 (vector and tail).
+// attn_exact_test.cpp - the CPU's EXACT FLASH_ATTN over dense F32 or F16 rows (the model's KV
+// cache, either type), which takes eight keys or eight value columns per vector instruction, gives
+// the bits of the scalar loop it replaced. The scalar loop still runs for BF16 K/V; with K/V values
+// that BF16 and F16 both hold exactly, the three layouts compute the same float operations on the
+// same numbers, so the outputs must match bit for bit. Shapes: one decode row and a verify block, a key count that is
+// not a multiple of 8 (the scalar tail), GQA, a mask with -inf entries, Dk = Dv = 64 and Dk = 40 (vector and tail).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,11 +24,15 @@ struct Shape {
   int64_t dk, heads, kv_heads, tokens, keys;
 };
 
+// Normal values rounded to BF16's 8 significant bits, and away from F16's subnormals: exact in both.
 std::vector<float> f16_exact(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = fp16_to_fp32(fp32_to_fp16(nd(rng)));
+  for (float& x : v) {
+    x = bf16_to_fp32(fp32_to_bf16(nd(rng)));
+    if (std::fabs(x) < 1e-3f) x = 0.0f;
+  }
   return v;
 }
 
@@ -70,7 +74,7 @@ std::vector<float> attend(const Shape& s, DType kv_type, const std::vector<float
 
 class AttnExact : public ::testing::TestWithParam<Shape> {};
 
-TEST_P(AttnExact, DenseF32RowsGiveTheBitsOfTheScalarLoop) {
+TEST_P(AttnExact, DenseF32AndF16RowsGiveTheBitsOfTheScalarLoop) {
   const Shape s = GetParam();
   const std::vector<float> q = f16_exact(s.dk * s.heads * s.tokens, 1);
   const std::vector<float> k = f16_exact(s.dk * s.kv_heads * s.keys, 2);
@@ -80,11 +84,14 @@ TEST_P(AttnExact, DenseF32RowsGiveTheBitsOfTheScalarLoop) {
   for (int64_t t = 0; t < s.tokens; ++t)
     for (int64_t j = 0; j < s.keys; ++j)
       if (j > s.keys - s.tokens + t || j % 11 == 5) mask[static_cast<size_t>(t * s.keys + j)] = -INFINITY;
+  const std::vector<float> ref = attend(s, DType::BF16, q, k, v, mask);
   const std::vector<float> vec = attend(s, DType::F32, q, k, v, mask);
-  const std::vector<float> ref = attend(s, DType::F16, q, k, v, mask);
+  const std::vector<float> vec16 = attend(s, DType::F16, q, k, v, mask);
   ASSERT_EQ(vec.size(), ref.size());
+  ASSERT_EQ(vec16.size(), ref.size());
   ASSERT_FALSE(vec.empty());
-  EXPECT_EQ(std::memcmp(vec.data(), ref.data(), vec.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(vec.data(), ref.data(), vec.size() * sizeof(float)), 0) << "F32 rows";
+  EXPECT_EQ(std::memcmp(vec16.data(), ref.data(), vec16.size() * sizeof(float)), 0) << "F16 rows";
   double sum = 0;
   for (float x : vec) sum += std::fabs(x);
   EXPECT_GT(sum, 0.0);  // not all zeros

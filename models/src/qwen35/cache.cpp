@@ -6,7 +6,7 @@
 
 namespace gl::qwen35 {
 
-Cache::Cache(const Model& m, int n_ctx, Backend& backend) : backend_(backend), n_ctx_(n_ctx) {
+Cache::Cache(const Model& m, int n_ctx, Backend& backend, DType kv_type) : backend_(backend), n_ctx_(n_ctx) {
   const Hparams& hp = m.hparams();
   const auto n = static_cast<size_t>(hp.n_layer);
   k.assign(n, nullptr);
@@ -19,8 +19,8 @@ Cache::Cache(const Model& m, int n_ctx, Backend& backend) : backend_(backend), n
       state[il] = ctx_.new_tensor(DType::F32, {hp.d_v, hp.d_k, hp.n_v_heads}, fmt::format("cache_state-{}", il));
     } else {
       const int64_t row = hp.head_dim * hp.n_head_kv;
-      k[il] = ctx_.new_tensor(DType::F32, {row, n_ctx}, fmt::format("cache_k-{}", il));
-      v[il] = ctx_.new_tensor(DType::F32, {row, n_ctx}, fmt::format("cache_v-{}", il));
+      k[il] = ctx_.new_tensor(kv_type, {row, n_ctx}, fmt::format("cache_k-{}", il));
+      v[il] = ctx_.new_tensor(kv_type, {row, n_ctx}, fmt::format("cache_v-{}", il));
     }
   }
   buf_ = detail::alloc_persistent(ctx_, backend);

@@ -48,8 +48,9 @@ Tensor* attention(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* k_cache,
   // Cache rows are positions; the views below read the first n_kv of them.
   Tensor* kc = set_rows(c, k_cache, reshape(c, k, {hd * nkv, T}), s.in.pos);
   Tensor* vc = set_rows(c, v_cache, v, s.in.pos);
-  Tensor* K = view_3d(c, kc, hd, nkv, nkv_span, hd * kF32, hd * nkv * kF32, 0);  // [hd, nkv, n_kv]
-  Tensor* V = view_3d(c, vc, hd, nkv, nkv_span, hd * kF32, hd * nkv * kF32, 0);
+  const size_t ke = dtype_traits(k_cache->type).block_bytes, ve = dtype_traits(v_cache->type).block_bytes;
+  Tensor* K = view_3d(c, kc, hd, nkv, nkv_span, hd * ke, hd * nkv * ke, 0);  // [hd, nkv, n_kv]
+  Tensor* V = view_3d(c, vc, hd, nkv, nkv_span, hd * ve, hd * nkv * ve, 0);
   // GQA: query head h reads kv head h / (nh / nkv). One fused op: no score matrix, no V copy.
   Tensor* o = named(flash_attn(c, q, K, V, s.in.kq_mask, 1.0f / std::sqrt(static_cast<float>(hd))), "attn", il);
   o = named(mul(c, o, sigmoid(c, gate)), "attn_gated", il);

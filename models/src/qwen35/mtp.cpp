@@ -11,12 +11,12 @@
 
 namespace gl::qwen35 {
 
-MtpCache::MtpCache(const Model& m, int n_ctx, Backend& backend) : backend_(backend), n_ctx_(n_ctx) {
+MtpCache::MtpCache(const Model& m, int n_ctx, Backend& backend, DType kv_type) : backend_(backend), n_ctx_(n_ctx) {
   const Hparams& hp = m.hparams();
   GL_ASSERT(m.has_mtp(), "the model has no MTP layer");
   const int64_t row = hp.head_dim * hp.n_head_kv;
-  k = ctx_.new_tensor(DType::F32, {row, n_ctx}, "mtp_cache_k");
-  v = ctx_.new_tensor(DType::F32, {row, n_ctx}, "mtp_cache_v");
+  k = ctx_.new_tensor(kv_type, {row, n_ctx}, "mtp_cache_k");
+  v = ctx_.new_tensor(kv_type, {row, n_ctx}, "mtp_cache_v");
   h_chain = ctx_.new_tensor(DType::F32, {hp.n_embd, 1}, "mtp_h_chain");
   buf_ = detail::alloc_persistent(ctx_, backend);
   status_ = detail::persistent_status(buf_.get(), ctx_, backend, "MTP cache");

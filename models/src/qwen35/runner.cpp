@@ -7,20 +7,20 @@
 
 namespace gl::qwen35 {
 
-Runner::Runner(const Model& m, Backend& backend, int n_ctx, int kv_bucket)
+Runner::Runner(const Model& m, Backend& backend, int n_ctx, int kv_bucket, DType kv_type)
     : own_io_(std::make_unique<Handoff>(m, backend)),
       io_(*own_io_),
       m_(m),
       backend_(backend),
-      cache_(m, n_ctx, backend),
+      cache_(m, n_ctx, backend, kv_type),
       ex_(io_.executor()),
       kv_bucket_(kv_bucket) {}
 
-Runner::Runner(const Model& m, Handoff& io, int n_ctx, int kv_bucket)
+Runner::Runner(const Model& m, Handoff& io, int n_ctx, int kv_bucket, DType kv_type)
     : io_(io),
       m_(m),
       backend_(io.backend()),
-      cache_(m, n_ctx, io.backend()),
+      cache_(m, n_ctx, io.backend(), kv_type),
       ex_(io.executor()),
       kv_bucket_(kv_bucket) {}
 

@@ -37,11 +37,11 @@ Session::Session(const Model& m, Backend& backend, const RunConfig& cfg)
       cfg_(cfg),
       // With MTP, every trunk step (prefill chunk or verify block) leaves its rows for the head.
       io_(std::make_unique<Handoff>(m, backend, cfg.mtp_k > 0 ? std::max(cfg.n_batch, cfg.mtp_k + 1) : 0)),
-      runner_(m, *io_, cfg.n_ctx, cfg.kv_bucket),
+      runner_(m, *io_, cfg.n_ctx, cfg.kv_bucket, cfg.kv_type),
       sampler_(cfg.sampling) {
   backend.set_precision(cfg.precision);
   if (cfg.mtp_k > 0) {
-    mtp_ = std::make_unique<MtpCache>(m, cfg.n_ctx, backend);
+    mtp_ = std::make_unique<MtpCache>(m, cfg.n_ctx, backend, cfg.kv_type);
     stats_.spec.drafted.assign(static_cast<size_t>(cfg.mtp_k), 0);
     stats_.spec.accepted.assign(static_cast<size_t>(cfg.mtp_k), 0);
   }
@@ -53,6 +53,8 @@ Result<std::unique_ptr<Session>> Session::create(const Model& m, Backend& backen
   if (cfg.mtp_k > 0 && !m.has_mtp())
     return Error(
         fmt::format("{}: this GGUF has no MTP tensors (nextn_predict_layers is 0); run with MTP off", m.gguf().name()));
+  if (cfg.kv_type != DType::F32 && cfg.kv_type != DType::F16)
+    return Error(fmt::format("kv_type {} is not a KV cache type (f32 or f16)", dtype_name(cfg.kv_type)));
   if (cfg.n_batch < 1 || cfg.n_ctx < cfg.mtp_k + 2 || cfg.kv_bucket < 1)
     return Error(
         fmt::format("n_batch {} / n_ctx {} / kv_bucket {} are not usable", cfg.n_batch, cfg.n_ctx, cfg.kv_bucket));

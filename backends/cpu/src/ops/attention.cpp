@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "ggml-lite/status.h"
@@ -132,10 +134,28 @@ void transpose8(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+// 8 stored K or V values from p as floats: F32 rows, or F16 rows converted exactly (vcvtph2ps).
+template <class E>
+__m256 load8(const E* p) {
+  if constexpr (std::is_same_v<E, fp16_t>) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  } else {
+    return _mm256_loadu_ps(p);
+  }
+}
+template <class E>
+float load1(const E* p) {
+  if constexpr (std::is_same_v<E, fp16_t>) {
+    return fp16_to_fp32(*p);
+  } else {
+    return *p;
+  }
+}
+
 // w_g[j] = q_g . k_j for keys [0, end) of kv head kv and G query heads of its group (each K row read
-// once for all G), one key per lane, each lane adding its products one by one from 0 in element
-// order (separate multiply and add): the exact path's sums, bit for bit.
-template <int G>
+// once for all G), K stored as E (float or fp16_t), one key per lane, each lane adding its products one by one from 0
+// in element order (separate multiply and add): the exact path's sums, bit for bit.
+template <int G, class E>
 void scores_exact(const float* const* q, const Tensor& k, int64_t kv, int64_t end, int64_t dk, float* const* w) {
   int64_t j = 0;
   for (; j + 8 <= end; j += 8) {
@@ -144,7 +164,7 @@ void scores_exact(const float* const* q, const Tensor& k, int64_t kv, int64_t en
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     for (int64_t i0 = 0; i0 < dk; i0 += 8) {
       __m256 c[8];
-      for (int l = 0; l < 8; ++l) c[l] = _mm256_loadu_ps(reinterpret_cast<const float*>(base + l * k.nb[2]) + i0);
+      for (int l = 0; l < 8; ++l) c[l] = load8(reinterpret_cast<const E*>(base + l * k.nb[2]) + i0);
       transpose8(c);
       for (int i = 0; i < 8; ++i)
         for (int g = 0; g < G; ++g) acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_set1_ps(q[g][i0 + i]), c[i]));
@@ -152,10 +172,10 @@ void scores_exact(const float* const* q, const Tensor& k, int64_t kv, int64_t en
     for (int g = 0; g < G; ++g) _mm256_storeu_ps(w[g] + j, acc[g]);
   }
   for (; j < end; ++j) {
-    const auto* kr = reinterpret_cast<const float*>(elem_ptr(k, 0, kv, j, 0));
+    const auto* kr = reinterpret_cast<const E*>(elem_ptr(k, 0, kv, j, 0));
     for (int g = 0; g < G; ++g) {
       float dot = 0.0f;
-      for (int64_t i = 0; i < dk; ++i) dot += q[g][i] * kr[i];
+      for (int64_t i = 0; i < dk; ++i) dot += q[g][i] * load1(kr + i);
       w[g][j] = dot;
     }
   }
@@ -173,7 +193,7 @@ constexpr int64_t kAccVecs = 16;
 constexpr int64_t kAccVecs = 8;
 #endif
 
-template <int G>
+template <int G, class E>
 void weighted_rows_exact(const float* const* w, int64_t end, const Tensor& v, int64_t kv, int64_t dv,
                          float* const* acc) {
   constexpr int64_t kVecs = kAccVecs / G;
@@ -183,12 +203,11 @@ void weighted_rows_exact(const float* const* w, int64_t end, const Tensor& v, in
     for (int g = 0; g < G; ++g)
       for (int64_t u = 0; u < kVecs; ++u) a[g][u] = _mm256_setzero_ps();
     for (int64_t j = 0; j < end; ++j) {
-      const float* vr = reinterpret_cast<const float*>(elem_ptr(v, 0, kv, j, 0)) + i0;
+      const E* vr = reinterpret_cast<const E*>(elem_ptr(v, 0, kv, j, 0)) + i0;
       for (int g = 0; g < G; ++g) {
         if (w[g][j] == 0.0f) continue;  // masked (or underflowed) keys add nothing
         const __m256 wj = _mm256_set1_ps(w[g][j]);
-        for (int64_t u = 0; u < nv; ++u)
-          a[g][u] = _mm256_add_ps(a[g][u], _mm256_mul_ps(wj, _mm256_loadu_ps(vr + u * 8)));
+        for (int64_t u = 0; u < nv; ++u) a[g][u] = _mm256_add_ps(a[g][u], _mm256_mul_ps(wj, load8(vr + u * 8)));
       }
     }
     for (int g = 0; g < G; ++g)
@@ -196,8 +215,8 @@ void weighted_rows_exact(const float* const* w, int64_t end, const Tensor& v, in
   }
 }
 
-// The EXACT path over dense F32 rows for G query heads h0 .. h0+G-1 of one kv head and token t.
-template <int G>
+// The EXACT path over dense rows stored as E for G query heads h0 .. h0+G-1 of one kv head and token t.
+template <int G, class E>
 void attend_exact(const Tensor& dst, const SoftmaxParams& p, int64_t h0, int64_t t, int64_t kv, float* w_all,
                   float* acc_all) {
   const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
@@ -210,18 +229,19 @@ void attend_exact(const Tensor& dst, const SoftmaxParams& p, int64_t h0, int64_t
     ws[g] = w_all + g * n_kv;
     accs[g] = acc_all + g * dv;
   }
-  scores_exact<G>(qs, k, kv, std::clamp<int64_t>(last + 1, 0, n_kv), dk, ws);
+  scores_exact<G, E>(qs, k, kv, std::clamp<int64_t>(last + 1, 0, n_kv), dk, ws);
   int64_t end = 0;
   for (int g = 0; g < G; ++g) {
     end = masked_scores(ws[g], n_kv, p.scale, dst.src[3], t, last);
     softmax_row(ws[g], end, n_kv);
   }
-  weighted_rows_exact<G>(ws, end, v, kv, dv, accs);
+  weighted_rows_exact<G, E>(ws, end, v, kv, dv, accs);
   for (int g = 0; g < G; ++g) store_row(dst, h0 + g, t, 0, accs[g]);
 }
 
-// EXACT FLASH_ATTN over dense F32 rows: query heads in pairs that share a kv head (GQA), so a long
-// KV span is read once per pair rather than once per head.
+// EXACT FLASH_ATTN over dense rows stored as E (K and V alike): query heads in pairs that share a
+// kv head (GQA), so a long KV span is read once per pair rather than once per head.
+template <class E>
 void flash_attn_exact_vec(Tensor& dst) {
   const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
   const SoftmaxParams p = dst.p<SoftmaxParams>();
@@ -234,12 +254,22 @@ void flash_attn_exact_vec(Tensor& dst) {
     for (int64_t u = r_begin; u < r_end; ++u) {
       const int64_t h0 = u % (n_head / per) * per, t = u / (n_head / per);
       if (per == 2) {
-        attend_exact<2>(dst, p, h0, t, h0 / group, w.data(), acc.data());
+        attend_exact<2, E>(dst, p, h0, t, h0 / group, w.data(), acc.data());
       } else {
-        attend_exact<1>(dst, p, h0, t, h0 / group, w.data(), acc.data());
+        attend_exact<1, E>(dst, p, h0, t, h0 / group, w.data(), acc.data());
       }
     }
   });
+}
+
+// The EXACT vector path's K/V type: dense F32 q, and K and V both dense F32 or both dense F16 (an
+// F16 KV cache), with Dk and Dv multiples of 8; none otherwise (the scalar loop runs).
+std::optional<DType> exact_vec_kv_type(const Tensor& q, const Tensor& k, const Tensor& v) {
+  if (q.type != DType::F32 || q.nb[0] != static_cast<int64_t>(sizeof(float))) return std::nullopt;
+  if (k.type != v.type || (k.type != DType::F32 && k.type != DType::F16)) return std::nullopt;
+  const size_t es = dtype_traits(k.type).block_bytes;
+  if (k.nb[0] != es || v.nb[0] != es || q.ne[0] % 8 != 0 || v.ne[0] % 8 != 0) return std::nullopt;
+  return k.type;
 }
 #endif
 
@@ -299,8 +329,14 @@ void flash_attn(Tensor& dst, Precision precision) {
   const int64_t rows = n_head * n_q;
   const bool fast = precision == Precision::FAST && fast_attn_layout(q, k, v);
 #if defined(__AVX2__)
-  // EXACT over dense F32 rows: the same float operations in the same order, 8 lanes at a time.
-  if (!fast && fast_attn_layout(q, k, v) && dk % 8 == 0 && dv % 8 == 0) return flash_attn_exact_vec(dst);
+  // EXACT over dense F32 or F16 rows: the same float operations in the same order, 8 lanes at a time.
+  if (!fast) {
+    const std::optional<DType> kv_type = exact_vec_kv_type(q, k, v);
+    if (kv_type == DType::F32) return flash_attn_exact_vec<float>(dst);
+#if defined(__F16C__)
+    if (kv_type == DType::F16) return flash_attn_exact_vec<fp16_t>(dst);
+#endif
+  }
 #endif
   parallel_for(rows, rows * n_kv * (dk + dv) >= kParallelMinMacs, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> qr(static_cast<size_t>(dk)), kr(static_cast<size_t>(dk)), vr(static_cast<size_t>(dv));

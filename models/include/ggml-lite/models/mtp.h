@@ -26,8 +26,8 @@ inline constexpr MtpTap kQwen35MtpTap = MtpTap::NORMED;
 
 class MtpCache {
  public:
-  MtpCache(const Model& m, int n_ctx, Backend& backend);
-  Tensor* k = nullptr;  // [head_dim * n_head_kv, n_ctx]
+  MtpCache(const Model& m, int n_ctx, Backend& backend, DType kv_type = DType::F32);  // K/V as Cache's
+  Tensor* k = nullptr;                                                                // [head_dim * n_head_kv, n_ctx]
   Tensor* v = nullptr;
   Tensor* h_chain = nullptr;  // [n_embd, 1]: post-norm MTP row of the last draft step
   int n_ctx() const { return n_ctx_; }

@@ -113,10 +113,11 @@ class Model {
 };
 
 // Per-sequence state: KV of the full-attention layers, conv windows and recurrent states of the
-// Gated DeltaNet layers. Slots are positions (one sequence).
+// Gated DeltaNet layers. Slots are positions (one sequence). K and V rows are stored as kv_type
+// (F32, or F16: half the bytes an attention step reads, each value rounded to F16).
 class Cache {
  public:
-  Cache(const Model& m, int n_ctx, Backend& backend);
+  Cache(const Model& m, int n_ctx, Backend& backend, DType kv_type = DType::F32);
   int n_ctx() const { return n_ctx_; }
   int n_past = 0;  // committed positions
   void clear();    // zero everything, n_past = 0

@@ -32,10 +32,10 @@ struct EvalOptions {
 class Runner {
  public:
   // A runner with its own executor and no hidden-row buffer.
-  Runner(const Model& m, Backend& backend, int n_ctx, int kv_bucket = 256);
+  Runner(const Model& m, Backend& backend, int n_ctx, int kv_bucket = 256, DType kv_type = DType::F32);
   // Runs on io's executor; hidden_all steps copy their pre-norm rows into io.hidden() when it
   // has one (io must outlive the runner).
-  Runner(const Model& m, Handoff& io, int n_ctx, int kv_bucket = 256);
+  Runner(const Model& m, Handoff& io, int n_ctx, int kv_bucket = 256, DType kv_type = DType::F32);
 
   // Runs tokens at positions cache().n_past.. and advances n_past. Returns the logits of
   // out_rows (indices into tokens), row-major [out_rows.size(), n_vocab].

@@ -44,6 +44,10 @@ struct RunConfig {
   // Applied to the backend when the session is made (Backend::set_precision): EXACT is the
   // CUDA two-GEMM path, FAST one rounded GEMM (CPU: int8 activations for quantized weights).
   Precision precision = Precision::EXACT;
+  // How the attention layers' K/V cache stores its rows: F32 (the exact math) or F16 (half the
+  // bytes a long-context step reads; each K and V value rounded to F16 once, as llama.cpp's
+  // default cache does).
+  DType kv_type = DType::F32;
 };
 
 struct SpecStats {
