@@ -181,9 +181,6 @@ void scores_exact(const float* const* q, const Tensor& k, int64_t kv, int64_t en
   }
 }
 
-// acc_g[0, dv) = sum_j w_g[j] v_j over keys j < end with w_g[j] != 0 for G query heads (each V row
-// read once for all G), each lane adding w_g[j] * v_j[i] in key order from 0 (separate multiply and
-// add): the exact path's sums, bit for bit. dv % 8 == 0.
 // Each pass over the V rows covers kAccVecs / G vectors of the G rows' columns: a head of up to 64
 // (AVX-512's 32 vector registers) or 32 (AVX2's 16) columns for a pair of heads is one pass, so a
 // long V span streams from memory once, not once per 32 columns.
@@ -193,6 +190,9 @@ constexpr int64_t kAccVecs = 16;
 constexpr int64_t kAccVecs = 8;
 #endif
 
+// acc_g[0, dv) = sum_j w_g[j] v_j over keys j < end with w_g[j] != 0 for G query heads (each V row
+// read once for all G, stored as E), each lane adding w_g[j] * v_j[i] in key order from 0 (separate multiply and
+// add): the exact path's sums, bit for bit. dv % 8 == 0.
 template <int G, class E>
 void weighted_rows_exact(const float* const* w, int64_t end, const Tensor& v, int64_t kv, int64_t dv,
                          float* const* acc) {
