@@ -106,5 +106,25 @@ TEST_F(DefaultModelTest, AcceptanceFloor) {
   EXPECT_GE(st.spec.mean_accepted_len(), 1.9) << "K = 3 tokens per round";
 }
 
+// Precision::FAST attention (attention_fast.cpp) cuts a decode or verify row's keys into splits of
+// 1,024 at fixed positions: past the first split, MTP K = 2 and 3 still emit the tokens of plain
+// greedy decoding, over an F32 and an F16 cache, and the text stays the EXACT path's for the first
+// 64 tokens (the paths differ by float reassociation only).
+TEST_F(DefaultModelTest, FastAttentionKeepsMtpParityPastOneSplit) {
+  const std::vector<int32_t> exact = session_tokens(*model_, *cpu_, {.n_ctx = 2048}, prompt_, 64);
+  for (DType kv : {DType::F32, DType::F16}) {
+    qwen35::RunConfig cfg{.n_ctx = 2048, .precision = Precision::FAST, .kv_type = kv};
+    const std::vector<int32_t> plain = session_tokens(*model_, *cpu_, cfg, prompt_, 1300);
+    ASSERT_EQ(plain.size(), 1300u);
+    if (kv == DType::F32) {
+      EXPECT_TRUE(std::equal(exact.begin(), exact.end(), plain.begin())) << "FAST vs EXACT";
+    }
+    for (int k = 2; k <= 3; ++k) {
+      cfg.mtp_k = k;
+      EXPECT_EQ(session_tokens(*model_, *cpu_, cfg, prompt_, 1300), plain) << dtype_name(kv) << " K = " << k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gl::test

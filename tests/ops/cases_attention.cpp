@@ -49,7 +49,7 @@ void add_softmax(std::vector<OpCase>& out) {
   });
 }
 
-// FLASH_ATTN: a dot product of Dk <= 256 terms, exponentials and sums over <= 2000 keys, all in
+// FLASH_ATTN: a dot product of Dk <= 256 terms, exponentials and sums over <= 2500 keys, all in
 // f32: the f32 sum bound. Shapes: decode and verify rows against a span cut into many splits, GQA,
 // spans read as views of a KV cache (the model's layout), prefill rows, causal rows with no key
 // (zeros), Dv != Dk and f16 caches.
@@ -89,6 +89,10 @@ void add_flash_attn(std::vector<OpCase>& out) {
   c("f32_D64_H2_kv1_T7_N5_causal_empty_rows", {64, 64, 2, 1, 7, 5}, DType::F32, false, true, false);
   c("f32_D64_Dv32_H3_kv1_T2_N70", {64, 32, 3, 1, 2, 70}, DType::F32, false, false, false);
   c("f16_D128_H4_kv2_T3_N100_mask", {128, 128, 4, 2, 3, 100}, DType::F16, true, false, false);
+  // Longer spans: verify rows over an F16 cache cut into key splits (CPU FAST), and prefill rows
+  // of a 4-head group over a long causal span in one piece.
+  c("f16_D64_H4_kv2_T3_N2500_cache_mask", {64, 64, 4, 2, 3, 2500}, DType::F16, true, false, true);
+  c("f32_D64_H8_kv2_T40_N1500_causal", {64, 64, 8, 2, 40, 1500}, DType::F32, false, true, false);
 }
 
 struct RopeShape {

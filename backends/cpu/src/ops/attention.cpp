@@ -7,8 +7,7 @@
 // hundreds of thousands a float angle is off by ~1e-2 rad, which would make the
 // reference the least accurate backend. Both read a whole row into scratch (or
 // each rotated pair into locals) before writing it, so dst may alias src[0].
-// FLASH_ATTN under Precision::FAST keeps the reference's order of work but takes vector dot
-// products and a vector weighted sum over F32 rows read in place (flash_attn_fast_row).
+// FLASH_ATTN under Precision::FAST is attention_fast.cpp (online softmax, FMA dot products).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "attention_fast.h"
 #include "ggml-lite/status.h"
 #include "kernels.h"
 #include "parallel.h"
@@ -75,41 +75,6 @@ void rope_row(float* x, const double* cs, const double* sn, int32_t n_dims, Rope
     const double x1 = static_cast<double>(x[i1]);
     x[i0] = static_cast<float>(x0 * cs[i] - x1 * sn[i]);
     x[i1] = static_cast<float>(x1 * cs[i] + x0 * sn[i]);
-  }
-}
-
-// sum a[i] b[i] in four vectors of partial sums (then their lanes, then the tail).
-float dot_f32(const float* a, const float* b, int64_t n) {
-  constexpr int64_t L = simd::kLanes;
-  simd::Vec acc[4] = {simd::vzero(), simd::vzero(), simd::vzero(), simd::vzero()};
-  int64_t i = 0;
-  for (; i + 4 * L <= n; i += 4 * L)
-    for (int u = 0; u < 4; ++u) acc[u] = simd::vfma(simd::vload(a + i + u * L), simd::vload(b + i + u * L), acc[u]);
-  for (; i + L <= n; i += L) acc[0] = simd::vfma(simd::vload(a + i), simd::vload(b + i), acc[0]);
-  float s = (simd::vsum(acc[0]) + simd::vsum(acc[1])) + (simd::vsum(acc[2]) + simd::vsum(acc[3]));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-// acc[0, dv) = sum_j w[j] v_j for the keys j < end with w[j] != 0, in key order, eight vectors of
-// acc at a time in registers (dv a multiple of simd::kLanes).
-void weighted_rows(const float* w, int64_t end, const Tensor& v, int64_t kv, int64_t dv, float* acc) {
-  constexpr int64_t L = simd::kLanes, kVecs = 8;
-  for (int64_t i0 = 0; i0 < dv; i0 += kVecs * L) {
-    const int64_t nv = std::min(kVecs, (dv - i0) / L);
-    simd::Vec a[kVecs];
-    for (int64_t u = 0; u < kVecs; ++u) a[u] = simd::vzero();
-    for (int64_t j = 0; j < end; ++j) {
-      if (w[j] == 0.0f) continue;  // masked (or underflowed) keys add nothing
-      const float* vr = reinterpret_cast<const float*>(elem_ptr(v, 0, kv, j, 0)) + i0;
-      const simd::Vec wj = simd::vset1(w[j]);
-      if (nv == kVecs) {
-        for (int64_t u = 0; u < kVecs; ++u) a[u] = simd::vfma(wj, simd::vload(vr + u * L), a[u]);
-      } else {
-        for (int64_t u = 0; u < nv; ++u) a[u] = simd::vfma(wj, simd::vload(vr + u * L), a[u]);
-      }
-    }
-    for (int64_t u = 0; u < nv; ++u) simd::vstore(acc + i0 + u * L, a[u]);
   }
 }
 
@@ -220,8 +185,8 @@ template <int G, class E>
 void attend_exact(const Tensor& dst, const SoftmaxParams& p, int64_t h0, int64_t t, int64_t kv, float* w_all,
                   float* acc_all) {
   const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
-  const int64_t dk = q.ne[0], n_q = q.ne[2], n_kv = k.ne[2], dv = v.ne[0];
-  const int64_t last = p.causal ? t + (n_kv - n_q) : n_kv - 1;
+  const int64_t dk = q.ne[0], n_kv = k.ne[2], dv = v.ne[0];
+  const int64_t last = attn_row_end(dst, t) - 1;
   const float* qs[G];
   float *ws[G], *accs[G];
   for (int g = 0; g < G; ++g) {
@@ -273,13 +238,6 @@ std::optional<DType> exact_vec_kv_type(const Tensor& q, const Tensor& k, const T
 }
 #endif
 
-// F32 q, k, v whose rows are dense (the model's cache views), with whole vectors per v row.
-bool fast_attn_layout(const Tensor& q, const Tensor& k, const Tensor& v) {
-  for (const Tensor* t : {&q, &k, &v})
-    if (t->type != DType::F32 || t->nb[0] != static_cast<int64_t>(sizeof(float))) return false;
-  return v.ne[0] % simd::kLanes == 0;
-}
-
 }  // namespace
 
 // Rows of x [n_kv, n_q, H, B]; mask (optional) F32 [n_kv, n_q] shared by all heads and batches.
@@ -327,33 +285,21 @@ void flash_attn(Tensor& dst, Precision precision) {
   const int64_t dk = q.ne[0], n_head = q.ne[1], n_q = q.ne[2], n_kv = k.ne[2], dv = v.ne[0];
   const int64_t group = n_head / k.ne[1];
   const int64_t rows = n_head * n_q;
-  const bool fast = precision == Precision::FAST && fast_attn_layout(q, k, v);
+  if (precision == Precision::FAST && flash_attn_fast_fits(dst)) return flash_attn_fast(dst);
 #if defined(__AVX2__)
   // EXACT over dense F32 or F16 rows: the same float operations in the same order, 8 lanes at a time.
-  if (!fast) {
-    const std::optional<DType> kv_type = exact_vec_kv_type(q, k, v);
-    if (kv_type == DType::F32) return flash_attn_exact_vec<float>(dst);
+  const std::optional<DType> kv_type = exact_vec_kv_type(q, k, v);
+  if (kv_type == DType::F32) return flash_attn_exact_vec<float>(dst);
 #if defined(__F16C__)
-    if (kv_type == DType::F16) return flash_attn_exact_vec<fp16_t>(dst);
+  if (kv_type == DType::F16) return flash_attn_exact_vec<fp16_t>(dst);
 #endif
-  }
 #endif
   parallel_for(rows, rows * n_kv * (dk + dv) >= kParallelMinMacs, [&](int64_t r_begin, int64_t r_end) {
     std::vector<float> qr(static_cast<size_t>(dk)), kr(static_cast<size_t>(dk)), vr(static_cast<size_t>(dv));
     std::vector<float> w(static_cast<size_t>(n_kv)), acc(static_cast<size_t>(dv));
     for (int64_t r = r_begin; r < r_end; ++r) {
       const int64_t h = r % n_head, t = r / n_head, kv = h / group;
-      const int64_t last = p.causal ? t + (n_kv - n_q) : n_kv - 1;
-      if (fast) {
-        const auto* qf = reinterpret_cast<const float*>(elem_ptr(q, 0, h, t, 0));
-        for (int64_t j = 0; j < n_kv && j <= last; ++j)
-          w[j] = dot_f32(qf, reinterpret_cast<const float*>(elem_ptr(k, 0, kv, j, 0)), dk);
-        const int64_t end = masked_scores(w.data(), n_kv, p.scale, mask, t, last);
-        softmax_row(w.data(), end, n_kv);
-        weighted_rows(w.data(), end, v, kv, dv, acc.data());
-        store_row(dst, h, t, 0, acc.data());
-        continue;
-      }
+      const int64_t last = attn_row_end(dst, t) - 1;
       load_row(q, h, t, 0, qr.data());
       for (int64_t j = 0; j < n_kv && j <= last; ++j) {
         load_row(k, kv, j, 0, kr.data());

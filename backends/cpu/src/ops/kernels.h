@@ -19,7 +19,7 @@ void norm(Tensor& dst);    // RMS_NORM, L2_NORM
 void mul_mat(Tensor& dst, Precision precision = Precision::EXACT);
 void mul_mat_id(Tensor& dst, Precision precision = Precision::EXACT);
 void softmax(Tensor& dst);  // SOFTMAX
-// FLASH_ATTN. FAST: vector dot products and weighted sums over dense F32 rows (other layouts exact).
+// FLASH_ATTN. FAST: attention_fast.h over dense F32 or F16 K/V rows (other layouts exact).
 void flash_attn(Tensor& dst, Precision precision = Precision::EXACT);
 void rope(Tensor& dst);              // ROPE
 void get_rows(Tensor& dst);          // GET_ROWS

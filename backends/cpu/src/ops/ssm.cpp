@@ -143,7 +143,11 @@ void ssm_conv(Tensor& dst) {
   const int64_t c = xs.ne[0], kc = w.ne[0], n_t = dst.ne[1];
   // wt[j * C + ch] = w[j, ch]: tap j of every channel, so the inner loop runs over channels.
   std::vector<float> wt(static_cast<size_t>(kc * c));
-  {
+  if (is_f32_rows(w) && w.nb[1] == static_cast<size_t>(kc) * sizeof(float)) {  // the model's dense [Kc, C]
+    const auto* wd = static_cast<const float*>(w.data);
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t j = 0; j < kc; ++j) wt[j * c + ch] = wd[ch * kc + j];
+  } else {
     std::vector<float> taps(static_cast<size_t>(kc));
     for (int64_t ch = 0; ch < c; ++ch) {
       load_row(w, ch, 0, 0, taps.data());
