@@ -26,6 +26,7 @@ struct Params {
   int greedy_chain = 8;  // tg rows: decode steps chained on the device (RunConfig::greedy_chain)
   gl::Precision precision = gl::Precision::EXACT;  // RunConfig::precision; a column of the table
   gl::DType kv_type = gl::DType::F32;              // RunConfig::kv_type (a note on every row when F16)
+  float mtp_p_min = 0.0f;                          // RunConfig::mtp_p_min for spec rows (adaptive K)
 };
 
 // Decode steps run untimed inside every tg / spec repetition before timing starts, so graph

@@ -80,6 +80,9 @@ void add_options(CLI::App& app, Args& a) {
          "--kv-type", [&p](const std::string& name) { p.kv_type = *gl::dtype_from_name(name); },
          "K/V cache rows: f32 (exact) or f16 (half the bytes at long contexts; K and V rounded to f16)")
       ->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--mtp-p-min", p.mtp_p_min,
+                 "spec rows: adaptive K, drafting stops when the drafts' probability falls below this (0 = off)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--force-accept", p.force_accept,
                "spec rows accept every draft unchecked (loop ceiling; not the model's output)");
   app.add_option("-r,--repetitions", p.reps, "timed repetitions per row")

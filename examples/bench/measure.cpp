@@ -114,6 +114,7 @@ gl::qwen35::RunConfig gen_config(const Params& p, int k) {
   cfg.greedy_chain = p.greedy_chain;
   cfg.precision = p.precision;
   cfg.kv_type = p.kv_type;
+  cfg.mtp_p_min = p.mtp_p_min;
   return cfg;
 }
 

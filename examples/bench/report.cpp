@@ -93,6 +93,8 @@ void print_markdown_row(const Report& r, const Row& row) {
   const std::string floor = row.floor_pct ? fmt::format("{:.1f}", *row.floor_pct) : "-";
   std::string notes =
       r.params.kv_type == gl::DType::F32 ? "" : fmt::format("{} KV cache", gl::dtype_name(r.params.kv_type));
+  if (row.spec && r.params.mtp_p_min > 0.0f && !r.params.force_accept)
+    notes += fmt::format("{}adaptive K (p >= {:g})", notes.empty() ? "" : "; ", r.params.mtp_p_min);
   if (row.spec) notes += (notes.empty() ? "" : "; ") + spec_notes(*row.spec);
   fmt::print("| {} | {} | {} | {} | {} | {:.2f} | {:.2f} | {} | {} |\n", r.model.name, r.model.type, r.backend.name,
              gl::precision_name(r.params.precision), row.test, row.tok_s, row.stddev, floor, notes);
@@ -138,7 +140,8 @@ std::string to_json(const Report& r) {
         {"tg_prompt", r.params.tg_prompt},
         {"force_accept", r.params.force_accept},
         {"precision", gl::precision_name(r.params.precision)},
-        {"kv_type", gl::dtype_name(r.params.kv_type)}}},
+        {"kv_type", gl::dtype_name(r.params.kv_type)},
+        {"mtp_p_min", r.params.mtp_p_min}}},
       {"bandwidth_gbs", r.bandwidth_gbs},
       {"bandwidth_source", r.bandwidth_measured ? "measured" : "given"},
       {"floor_tok_s", r.floor_tok_s},

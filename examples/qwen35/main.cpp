@@ -42,6 +42,7 @@ struct Args {
   gl::SamplerParams sampling;
   gl::Precision precision = gl::Precision::EXACT;
   gl::DType kv_type = gl::DType::F32;
+  float mtp_p_min = 0.0f;
 };
 
 void add_options(CLI::App& app, Args& a) {
@@ -57,6 +58,9 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--mtp", a.mtp,
                  "MTP draft tokens per round (0 = off; default when the model has MTP: 1 on the CPU, else 2)")
       ->check(CLI::Range(0, 16));
+  app.add_option("--mtp-p-min", a.mtp_p_min,
+                 "adaptive K: a round stops drafting when its drafts' probability falls below this (0 = off)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("-t,--threads", a.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   app.add_option("-c,--ctx", a.ctx, "context size")->check(CLI::PositiveNumber);
   app.add_option("-b,--batch", a.batch, "prefill chunk size")->check(CLI::PositiveNumber);
@@ -174,6 +178,7 @@ int run(const Args& a) {
   gl::qwen35::RunConfig cfg{.n_ctx = a.ctx, .n_batch = a.batch, .mtp_k = k, .sampling = a.sampling};
   cfg.precision = a.precision;
   cfg.kv_type = a.kv_type;
+  cfg.mtp_p_min = a.mtp_p_min;
   auto session = gl::qwen35::Session::create(m, be, cfg);
   if (!session) return fmt::print(stderr, "qwen35: {}\n", session.error()), 1;
   return generate(**session, *tok, a.prompt, a.n_predict, a.ignore_eos, k);

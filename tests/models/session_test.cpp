@@ -47,6 +47,27 @@ TEST_P(SessionTest, GreedyParityWithMtp) {
   }
 }
 
+// Adaptive K (RunConfig::mtp_p_min): rounds verify only the drafts whose chained probability
+// holds, so greedy output is still plain greedy decoding at any bar; one no draft can meet (1.0)
+// leaves every round a one-row verify with nothing drafted.
+TEST_P(SessionTest, AdaptiveKKeepsGreedyParity) {
+  qwen35::RunConfig cfg{.n_ctx = 512, .n_batch = 8, .kv_bucket = 64};
+  const std::vector<int32_t> plain = session_tokens(*model_, *cpu_, cfg, fx_->prompt, 64);
+  cfg.mtp_k = 3;
+  for (float p_min : {0.05f, 0.3f, 1.0f}) {
+    cfg.mtp_p_min = p_min;
+    qwen35::SessionStats st;
+    EXPECT_EQ(session_tokens(*model_, *cpu_, cfg, fx_->prompt, 64, &st), plain) << "p_min " << p_min;
+    const int64_t drafted = std::accumulate(st.spec.drafted.begin(), st.spec.drafted.end(), int64_t{0});
+    EXPECT_GT(st.spec.rounds, 0);
+    EXPECT_LE(drafted, 3 * st.spec.rounds);
+    if (p_min == 1.0f) {
+      EXPECT_EQ(drafted, 0) << "a draft met p >= 1";
+      EXPECT_EQ(st.spec.emitted, st.spec.rounds) << "a one-row verify emits one token";
+    }
+  }
+}
+
 // An F16 KV cache (RunConfig::kv_type) rounds each K and V value to F16 once (relative error <=
 // 2^-11 ~ 4.9e-4 per value, and attention averages over keys): the prompt logits stay within the
 // bound a device backend's F32 path gets against the CPU (1e-3; measured 5.4e-5 dense, 4.5e-5

@@ -68,6 +68,11 @@ MtpGraph build_mtp_step(const Model& m, MtpCache& mc, const Handoff& io, const M
     Tensor* last = view_2d(c, g.h_mtp, hp.n_embd, 1, g.h_mtp->nb[1], static_cast<size_t>(R - 1) * g.h_mtp->nb[1]);
     g.argmax = set_name(argmax(c, g.logits), "mtp_argmax");
     roots.insert(roots.end(), {g.logits, g.argmax, cpy(c, last, mc.h_chain)});
+    if (shape.confidence && shape.n_outputs == 1) {  // the draft's own probability, for adaptive K
+      Tensor* probs = softmax(c, g.logits, nullptr, 1.0f, false);
+      g.p_draft = set_name(get_rows(c, reshape(c, probs, {1, hp.n_vocab}), g.argmax), "mtp_p_draft");
+      roots.push_back(g.p_draft);
+    }
   }
   roots.insert(roots.end(), effects.begin(), effects.end());
   g.graph = Graph::build(roots);

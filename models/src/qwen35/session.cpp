@@ -139,24 +139,26 @@ Status Session::prefill_mtp_chunk(int start, int len, bool last_chunk) {
 }
 
 MtpGraph& Session::mtp_step(const MtpShape& sh) {
-  const auto key = std::make_tuple(sh.n_rows, sh.n_kv, sh.from_trunk, sh.n_outputs);
+  const auto key = std::make_tuple(sh.n_rows, sh.n_kv, sh.from_trunk, sh.n_outputs, sh.confidence);
   auto it = mtp_steps_.find(key);
   if (it == mtp_steps_.end()) it = mtp_steps_.emplace(key, build_mtp_step(m_, *mtp_, *io_, sh)).first;
   return it->second;
 }
 
-Result<int32_t> Session::draft(int n_rows, bool from_trunk, const int32_t* tokens, int pos0, int h_row0) {
+Result<Session::Draft> Session::draft(int n_rows, bool from_trunk, const int32_t* tokens, int pos0, int h_row0) {
   MtpGraph& g = mtp_step({.n_rows = n_rows,
                           .n_kv = kv_span(pos0 + n_rows),
                           .from_trunk = from_trunk,
                           .n_outputs = 1,
-                          .tap = cfg_.mtp_tap});
+                          .tap = cfg_.mtp_tap,
+                          .confidence = adaptive()});
   Executor& ex = io_->executor();
   GL_TRY(ex.allocate(g.graph));
   fill_mtp_inputs(g, ex, tokens, pos0, h_row0);
   GL_TRY(ex.compute(g.graph));
-  int32_t d = -1;
-  ex.get_output(*g.argmax, &d);  // greedy drafts: q is one-hot, so rejection sampling stays exact
+  Draft d;
+  ex.get_output(*g.argmax, &d.token);  // greedy drafts: q is one-hot, so rejection sampling stays exact
+  if (g.p_draft) ex.get_output(*g.p_draft, &d.p);
   return d;
 }
 
@@ -234,31 +236,37 @@ Status Session::speculative_round() {
   std::vector<int32_t> block{tokens_[static_cast<size_t>(m)]};
   auto d = draft(n_catchup_, true, tokens_.data() + (m - n_catchup_ + 1), m - n_catchup_, catchup_row0_);
   if (!d) return Error(d.error());
-  block.push_back(*d);
+  // Adaptive K (RunConfig::mtp_p_min): drafts are kept while the chain's probability holds.
+  float chain_p = d->p;
+  const bool keep_first = !adaptive() || chain_p >= cfg_.mtp_p_min;
+  if (keep_first) block.push_back(d->token);
   stats_.spec.t_catchup += seconds_since(t0);
   stats_.spec.n_catchup_steps++;
   // 2. chained drafts from the MTP's own post-norm output.
   t0 = Clock::now();
-  for (int j = 1; j < K; ++j) {
+  for (int j = 1; j < K && keep_first; ++j) {
     d = draft(1, false, &block.back(), m + j - 1, 0);
     if (!d) return Error(d.error());
-    block.push_back(*d);
+    stats_.spec.n_draft_steps++;
+    chain_p *= d->p;
+    if (adaptive() && chain_p < cfg_.mtp_p_min) break;
+    block.push_back(d->token);
   }
   stats_.spec.t_draft += seconds_since(t0);
-  stats_.spec.n_draft_steps += K - 1;
+  const int n_drafts = static_cast<int>(block.size()) - 1;
 
-  // 3. verify [x_last, d_1..d_K] in one forward with an output on every row.
+  // 3. verify [x_last, d_1..d_n] in one forward with an output on every row.
   t0 = Clock::now();
-  std::vector<int32_t> rows(static_cast<size_t>(K + 1));
-  for (int i = 0; i <= K; ++i) rows[i] = i;
+  std::vector<int32_t> rows(static_cast<size_t>(n_drafts + 1));
+  for (int i = 0; i <= n_drafts; ++i) rows[i] = i;
   auto v = verify(block, rows);
   if (!v) return Error(v.error());
 
   // 4. accept while the target agrees; emit the correction or the bonus token.
   int a = 0;
   int32_t out = -1;
-  for (int i = 0; i < K; ++i) stats_.spec.drafted[i]++;
-  for (; a < K; ++a) {
+  for (int i = 0; i < n_drafts; ++i) stats_.spec.drafted[i]++;
+  for (; a < n_drafts; ++a) {
     const int32_t di = block[static_cast<size_t>(a + 1)];
     const int32_t target = cfg_.force_accept ? di : v->target(*this, a, di);
     if (target != di) {
@@ -267,7 +275,7 @@ Status Session::speculative_round() {
     }
     stats_.spec.accepted[a]++;
   }
-  if (a == K) out = v->bonus(*this, K);
+  if (a == n_drafts) out = v->bonus(*this, n_drafts);
   GL_TRY(runner_.rollback(a + 1));
   stats_.spec.t_verify += seconds_since(t0);
   stats_.spec.n_verify_steps++;

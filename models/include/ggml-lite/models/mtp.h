@@ -48,6 +48,7 @@ struct MtpShape {
   bool from_trunk = true;  // hidden rows from the Handoff's trunk rows (else h_chain)
   int n_outputs = 1;       // LM head rows: the last n_outputs rows (0: none; 1: the drafting row)
   MtpTap tap = kQwen35MtpTap;
+  bool confidence = false;  // with n_outputs 1: also the draft's probability (p_draft)
 };
 
 struct MtpInputs {
@@ -65,6 +66,7 @@ struct MtpGraph {
   MtpInputs in;
   Tensor* logits = nullptr;  // F32 [n_vocab, n_outputs] (null when n_outputs is 0)
   Tensor* argmax = nullptr;  // I32 [n_outputs]: the greedy drafts (null when n_outputs is 0)
+  Tensor* p_draft = nullptr;  // F32 [1, 1]: softmax(logits) at the draft (MtpShape::confidence)
   Tensor* h_mtp = nullptr;   // F32 [n_embd, n_rows] post shared_head_norm
 };
 

@@ -31,6 +31,11 @@ struct RunConfig {
   int n_ctx = 4096;
   int n_batch = 256;    // prefill chunk size
   int mtp_k = 0;        // draft tokens per speculative round; 0 = off
+  // Adaptive K: a round stops drafting once the product of its drafts' probabilities (the MTP
+  // head's softmax at each greedy draft) falls below this; that draft is not verified, and a
+  // round whose first draft falls below it verifies the last token alone. 0 = always mtp_k drafts.
+  // Greedy output does not depend on it (every draft is still checked by the trunk).
+  float mtp_p_min = 0.0f;
   int kv_bucket = 256;  // attention spans are rounded up to this (graph shape buckets)
   // Greedy plain decoding chains this many steps on the device per host round trip (each step's
   // pick feeds the next without a sync); up to greedy_chain - 1 tokens are computed ahead of
@@ -91,7 +96,12 @@ class Session {
   Result<Verdict> verify(std::span<const int32_t> block, std::span<const int32_t> rows);
   Result<int32_t> step_token(std::span<const int32_t> tokens, int row, const EvalOptions& opt);
   bool greedy() const { return cfg_.sampling.temperature <= 0.0f; }
-  Result<int32_t> draft(int n_rows, bool from_trunk, const int32_t* tokens, int pos0, int h_row0);
+  bool adaptive() const { return cfg_.mtp_p_min > 0.0f && !cfg_.force_accept; }
+  struct Draft {
+    int32_t token = -1;
+    float p = 1.0f;  // its probability under the MTP head (1 when mtp_p_min is 0: not computed)
+  };
+  Result<Draft> draft(int n_rows, bool from_trunk, const int32_t* tokens, int pos0, int h_row0);
   MtpGraph& mtp_step(const MtpShape& shape);
   int kv_span(int n_positions) const;
   int32_t pick(std::span<const float> logits);
@@ -102,7 +112,7 @@ class Session {
   std::unique_ptr<Handoff> io_;  // the executor and hidden rows the trunk and the MTP head share
   Runner runner_;
   std::unique_ptr<MtpCache> mtp_;
-  std::map<std::tuple<int, int, bool, int>, MtpGraph> mtp_steps_;
+  std::map<std::tuple<int, int, bool, int, bool>, MtpGraph> mtp_steps_;
   Sampler sampler_;
   std::vector<int32_t> tokens_;  // prompt + emitted; the last one is not yet in the trunk
   std::deque<int32_t> pending_;  // emitted but not yet returned by next()
