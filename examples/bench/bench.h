@@ -18,6 +18,7 @@ struct Params {
   std::vector<int> n_prompt{512};
   std::vector<int> n_gen{128};
   std::vector<int> spec;  // K values
+  std::vector<int> depth{0};  // tokens already in the context before each row (llama-bench -d)
   bool force_accept = false;
   int reps = 5;
   int warmup = 1;
@@ -33,12 +34,18 @@ struct Params {
 // building and planning of a fresh session (per shape) are not counted: two rounds.
 inline int session_warm_tokens(int k) { return 2 * (k + 1); }
 
+// The prompt of a tg / spec row at depth d: the d tokens of the context, else tg_prompt tokens.
+inline int gen_prompt_len(const Params& p, int depth) { return depth > 0 ? depth : p.tg_prompt; }
+
 // Positions a tg / spec repetition may use: prompt, warm-up and n tokens, each of the two
 // phases overshooting by up to one round, and the last round's verify block.
-inline int gen_positions(const Params& p, int n, int k) {
+inline int gen_positions(const Params& p, int n, int k, int depth = 0) {
   const int round = k > 0 ? k + 1 : std::max(1, p.greedy_chain);  // plain greedy: a chain per call
-  return p.tg_prompt + session_warm_tokens(k) + n + 2 * round + (k + 1);
+  return gen_prompt_len(p, depth) + session_warm_tokens(k) + n + 2 * round + (k + 1);
 }
+
+// " @ d32768" for a row at depth d (llama-bench's label), "" at depth 0.
+inline std::string depth_label(int depth) { return depth > 0 ? " @ d" + std::to_string(depth) : ""; }
 
 struct ModelInfo {
   std::string label;  // file path, or "synth qwen35-9b:bf16 seed 0"
@@ -79,6 +86,7 @@ struct Row {
   std::string kind;  // "pp", "tg", "spec"
   int n_prompt = 0;
   int n_gen = 0;
+  int depth = 0;                // tokens in the context before the timed work
   std::vector<double> samples;  // tok/s per timed repetition
   double tok_s = 0;             // median
   double stddev = 0;
@@ -116,12 +124,14 @@ uint64_t memory_in_use(const BackendInfo& b);
 // shows real acceptance), or spread ids when the GGUF has no usable tokenizer.
 std::vector<int32_t> gen_prompt(const gl::qwen35::Model& m, int n);
 
-gl::Result<Row> run_pp(const gl::qwen35::Model& m, gl::Backend& be, const Params& p, int n);
+// Rows at depth d: pp fills d context tokens untimed before each timed prompt; tg and spec take
+// a prompt of gen_prompt_len(p, d) tokens (prefilled untimed).
+gl::Result<Row> run_pp(const gl::qwen35::Model& m, gl::Backend& be, const Params& p, int n, int depth = 0);
 gl::Result<Row> run_tg(const gl::qwen35::Model& m, gl::Backend& be, const Params& p, const std::vector<int32_t>& prompt,
-                       int n);
-// decode: the tg N row of the same run (for the step costs), if any.
+                       int n, int depth = 0);
+// decode: the tg N row of the same run and depth (for the step costs), if any.
 gl::Result<Row> run_spec(const gl::qwen35::Model& m, gl::Backend& be, const Params& p,
-                         const std::vector<int32_t>& prompt, int n, int k, const Row* decode);
+                         const std::vector<int32_t>& prompt, int n, int k, const Row* decode, int depth = 0);
 
 // ---- report.cpp ----
 void print_markdown_header(const Report& r);

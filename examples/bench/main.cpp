@@ -11,7 +11,8 @@
 // 70 GB model needs no disk. Rows: pp N (one chunk, fresh cache per repetition), tg N (greedy
 // decode after a short prompt), spec K (MTP with K drafts; --force-accept accepts every draft,
 // which measures the loop's ceiling and does not produce the model's output; otherwise the row
-// says whether its tokens equal tg N's, as greedy MTP must). Each row is the
+// says whether its tokens equal tg N's, as greedy MTP must); -d D runs every row again after D
+// context tokens (untimed; "pp 512 @ d32768", as llama-bench -d). Each row is the
 // median of -r repetitions after --warmup ones; % floor = tok/s / (bandwidth / weight bytes
 // read per decode token).
 #include <fmt/format.h>
@@ -69,6 +70,9 @@ void add_options(CLI::App& app, Args& a) {
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("-d,--depth", p.depth, "tokens already in the context before every row (list, as llama-bench -d)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--spec", p.spec, "MTP draft counts K for spec rows (list)")->delimiter(',')->check(CLI::Range(1, 16));
   app.add_option("--greedy-chain", p.greedy_chain, "tg rows: decode steps chained on the device per host round trip")
       ->check(CLI::Range(1, 64));
@@ -212,10 +216,13 @@ gl::Status resolve_ctx(bench::Params& p) {
   auto want = [&](int n, std::string w) {
     if (n > need) need = n, what = std::move(w);
   };
-  for (int n : p.n_prompt) want(n, fmt::format("pp {}", n));
-  for (int n : p.n_gen) {
-    want(bench::gen_positions(p, n, 0), fmt::format("tg {}", n));
-    for (int k : p.spec) want(bench::gen_positions(p, n, k), fmt::format("spec {} with -n {}", k, n));
+  for (int d : p.depth) {
+    const std::string at = bench::depth_label(d);
+    for (int n : p.n_prompt) want(d + n, fmt::format("pp {}{}", n, at));
+    for (int n : p.n_gen) {
+      want(bench::gen_positions(p, n, 0, d), fmt::format("tg {}{}", n, at));
+      for (int k : p.spec) want(bench::gen_positions(p, n, k, d), fmt::format("spec {} with -n {}{}", k, n, at));
+    }
   }
   if (p.n_ctx == 0) {
     p.n_ctx = (need + 255) / 256 * 256;
@@ -244,18 +251,22 @@ gl::Status run_rows(bench::Report& r, const gl::qwen35::Model& m, gl::Backend& b
   auto say = [json](const std::string& test) {
     if (json) fmt::print(stderr, "bench: {}\n", test);
   };
-  for (int n : p.n_prompt) {
-    say(fmt::format("pp {}", n));
-    GL_TRY(add(bench::run_pp(m, be, p, n)));
-  }
-  const std::vector<int32_t> prompt = p.n_gen.empty() ? std::vector<int32_t>{} : bench::gen_prompt(m, p.tg_prompt);
-  for (int n : p.n_gen) {
-    say(fmt::format("tg {}", n));
-    GL_TRY(add(bench::run_tg(m, be, p, prompt, n)));
-    const size_t decode = r.rows.size() - 1;
-    for (int k : p.spec) {
-      say(fmt::format("spec {} @ tg {}", k, n));
-      GL_TRY(add(bench::run_spec(m, be, p, prompt, n, k, &r.rows[decode])));
+  for (int d : p.depth) {
+    const std::string at = bench::depth_label(d);
+    for (int n : p.n_prompt) {
+      say(fmt::format("pp {}{}", n, at));
+      GL_TRY(add(bench::run_pp(m, be, p, n, d)));
+    }
+    const std::vector<int32_t> prompt =
+        p.n_gen.empty() ? std::vector<int32_t>{} : bench::gen_prompt(m, bench::gen_prompt_len(p, d));
+    for (int n : p.n_gen) {
+      say(fmt::format("tg {}{}", n, at));
+      GL_TRY(add(bench::run_tg(m, be, p, prompt, n, d)));
+      const size_t decode = r.rows.size() - 1;
+      for (int k : p.spec) {
+        say(fmt::format("spec {} @ tg {}{}", k, n, at));
+        GL_TRY(add(bench::run_spec(m, be, p, prompt, n, k, &r.rows[decode], d)));
+      }
     }
   }
   return {};
@@ -323,6 +334,7 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  bench -m model.gguf                                      # pp 512, tg 128\n"
       "  bench --synth qwen35-9b:bf16 --spec 1,2,3 --force-accept  # in-memory model, MTP loop ceiling\n"
+      "  bench -m model.gguf -p 512 -n 128 -d 0,32768 --kv-type f16  # again at a 32k context (llama-bench -d)\n"
       "  bench --synth qwen35-35b-a3b:q8_0 -p 512 -n 128 --json -o 35b.json\n"
       "  bench -m models/default/tiny-shakespeare-f16.gguf --spec 1,2 --backend cpu");
   Args a;

@@ -95,6 +95,28 @@ TEST(BenchCli, SynthTinyJsonHasTheRows) {
   }
 }
 
+// -d lists context depths, as llama-bench's: every row runs again with that many tokens in the
+// context first (untimed), labelled " @ dN"; the default context grows to fit, and a -c that
+// cannot hold a deep row is an error naming it.
+TEST(BenchCli, DepthRowsRunAfterTheirContext) {
+  const BenchRun r = bench("--synth tiny --backend cpu -t 2 -p 16 -n 8 -d 0,300 -r 1 --warmup 0 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(tests_of(j), (std::vector<std::string>{"pp 16", "tg 8", "pp 16 @ d300", "tg 8 @ d300"}));
+  EXPECT_EQ(j["params"]["depth"], nlohmann::json::array({0, 300}));
+  EXPECT_GE(j["params"]["n_ctx"].get<int>(), 300 + 8);
+  for (const auto& row : j["results"]) {
+    const bool deep = row["test"].get<std::string>().ends_with("@ d300");
+    EXPECT_EQ(row["depth"].get<int>(), deep ? 300 : 0) << row["test"];
+    EXPECT_GT(row["tok_s"].get<double>(), 0) << row["test"];
+  }
+  EXPECT_EQ(j["results"][3]["n_prompt"].get<int>(), 300) << "a deep tg row's prompt is its context";
+  const BenchRun small = bench("--synth tiny --backend cpu -p 16 -n 0 -d 300 -c 256 -r 1");
+  EXPECT_EQ(small.rc, 1);
+  EXPECT_NE(small.err.find("pp 16 @ d300 needs a context of 316 positions, more than -c 256"), std::string::npos)
+      << small.err;
+}
+
 // The K sweep on the embedded trained model (what qwen35 --bench-mtp used to print): real
 // acceptance, and every K emits the greedy tokens of the tg row.
 TEST(BenchCli, SpecSweepKeepsGreedyParity) {
