@@ -17,7 +17,7 @@ namespace bench {
 struct Params {
   std::vector<int> n_prompt{512};
   std::vector<int> n_gen{128};
-  std::vector<int> spec;  // K values
+  std::vector<int> spec;      // K values
   std::vector<int> depth{0};  // tokens already in the context before each row (llama-bench -d)
   bool force_accept = false;
   int reps = 5;

@@ -59,12 +59,22 @@ inline Vec lanes(Vec a, Vec b, F f) {
   for (int i = 0; i < kLanes; ++i) a.v[i] = f(a.v[i], b.v[i]);
   return a;
 }
-inline Vec vadd(Vec a, Vec b) { return lanes(a, b, [](float x, float y) { return x + y; }); }
-inline Vec vsub(Vec a, Vec b) { return lanes(a, b, [](float x, float y) { return x - y; }); }
-inline Vec vmax(Vec a, Vec b) { return lanes(a, b, [](float x, float y) { return x > y ? x : y; }); }
+inline Vec vadd(Vec a, Vec b) {
+  return lanes(a, b, [](float x, float y) { return x + y; });
+}
+inline Vec vsub(Vec a, Vec b) {
+  return lanes(a, b, [](float x, float y) { return x - y; });
+}
+inline Vec vmax(Vec a, Vec b) {
+  return lanes(a, b, [](float x, float y) { return x > y ? x : y; });
+}
 inline float vmax_all(Vec a) { return *std::max_element(a.v, a.v + kLanes); }
-inline Vec vexp2_int(Vec n) { return lanes(n, n, [](float x, float) { return std::ldexp(1.0f, static_cast<int>(x)); }); }
-inline Vec vround(Vec x) { return lanes(x, x, [](float a, float) { return std::nearbyint(a); }); }
+inline Vec vexp2_int(Vec n) {
+  return lanes(n, n, [](float x, float) { return std::ldexp(1.0f, static_cast<int>(x)); });
+}
+inline Vec vround(Vec x) {
+  return lanes(x, x, [](float a, float) { return std::nearbyint(a); });
+}
 inline Vec vkeep_ge(Vec x, Vec lo, Vec y) {
   for (int i = 0; i < kLanes; ++i) y.v[i] = x.v[i] >= lo.v[i] ? y.v[i] : 0.0f;
   return y;

@@ -64,10 +64,10 @@ struct MtpGraph {
   Graph graph;
   MtpShape shape;
   MtpInputs in;
-  Tensor* logits = nullptr;  // F32 [n_vocab, n_outputs] (null when n_outputs is 0)
-  Tensor* argmax = nullptr;  // I32 [n_outputs]: the greedy drafts (null when n_outputs is 0)
+  Tensor* logits = nullptr;   // F32 [n_vocab, n_outputs] (null when n_outputs is 0)
+  Tensor* argmax = nullptr;   // I32 [n_outputs]: the greedy drafts (null when n_outputs is 0)
   Tensor* p_draft = nullptr;  // F32 [1, 1]: softmax(logits) at the draft (MtpShape::confidence)
-  Tensor* h_mtp = nullptr;   // F32 [n_embd, n_rows] post shared_head_norm
+  Tensor* h_mtp = nullptr;    // F32 [n_embd, n_rows] post shared_head_norm
 };
 
 // from_trunk steps read io.hidden(), which must hold at least n_rows rows.

@@ -29,8 +29,8 @@ namespace gl::qwen35 {
 
 struct RunConfig {
   int n_ctx = 4096;
-  int n_batch = 256;    // prefill chunk size
-  int mtp_k = 0;        // draft tokens per speculative round; 0 = off
+  int n_batch = 256;  // prefill chunk size
+  int mtp_k = 0;      // draft tokens per speculative round; 0 = off
   // Adaptive K: a round stops drafting once the product of its drafts' probabilities (the MTP
   // head's softmax at each greedy draft) falls below this; that draft is not verified, and a
   // round whose first draft falls below it verifies the last token alone. 0 = always mtp_k drafts.
