@@ -4,9 +4,10 @@
 // each K/V row it loads serves all of them, and walks the span in tiles of 32 keys: the 8 warps
 // score the tile (lanes split the head dimension, 4 keys per warp in flight), one warp per head
 // turns the scores into probabilities against the running max, then each thread accumulates one
-// output element over the tile's V rows. Decode and verify rows (T <= 8) give every tile its own
-// block and merge the tiles' states in tile order in a second kernel; prefill rows walk every tile
-// in one block. Tiles start at multiples of 32 from key 0, and a key that is masked (or a tile
+// output element over the tile's V rows. Decode and verify rows (T <= 8) give every split of
+// kSplitTiles tiles its own block and merge the splits' states in a second kernel (its warps take
+// the splits in turn, then add their sums in warp order); prefill rows walk every tile in one
+// block. Tiles and splits start at fixed multiples from key 0, and a key that is masked (or a tile
 // with no unmasked key) changes nothing, so a row's arithmetic depends only on its own keys: a
 // verify row equals the decode row bit for bit (batch invariance) whatever the span.
 // Precision: float dot products, exponentials and sums, like the unfused graph.
@@ -24,15 +25,19 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTile = 32;  // keys per tile: one score per lane in the softmax step
 constexpr int kKeysPerWarp = kTile / kWarps;
-constexpr int64_t kSplitMaxRows = 8;  // query rows up to which a block takes one tile (split path)
-constexpr int64_t kMaxHead = 256;     // largest Dk / Dv: 8 elements per lane, one per thread
+constexpr int64_t kSplitMaxRows = 8;  // query rows up to which a block takes one split (split path)
+// Tiles per split: at a 32k span, 256 splits per row to merge (one tile each made the merge, a
+// loop over 1,024 splits in 16 blocks, cost more than the attention itself), while a span of a few
+// hundred keys still spreads over a few blocks per head group.
+constexpr int64_t kSplitTiles = 4;
+constexpr int64_t kMaxHead = 256;  // largest Dk / Dv: 8 elements per lane, one per thread
 
 struct AttnArgs {
   TensorArg q, k, v, mask, out;
   bool has_mask, causal;
   float scale;
   int64_t group;    // query heads per kv head
-  int64_t n_split;  // tiles per row taken by separate blocks (1: one block walks the whole span)
+  int64_t n_split;  // splits per row taken by separate blocks (1: one block walks the whole span)
   float* part;      // n_split > 1: per (t, h, split) the max, the sum, then Dv partial outputs
 };
 
@@ -40,8 +45,12 @@ __device__ __forceinline__ float elem(const TensorArg& t, int64_t i0, int64_t i1
   return load_plain(t.type, t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2]);
 }
 
+// How K and V rows are read: element by element through their type, or dense F32 / F16 rows a
+// vector of four at a time (float4, or four halves in 8 bytes) for K.
+enum KvRead : int { kAnyType = 0, kF32Rows = 1, kF16Rows = 2 };
+
 // Head-dimension element e (of EPL) of a lane: lanes interleaved element by element, or (kVec:
-// dense F32 K rows read as float4) four adjacent elements per lane per 128.
+// dense K rows read four at a time) four adjacent elements per lane per 128.
 template <bool kVec>
 __device__ __forceinline__ int64_t dim_of(int lane, int e) {
   return kVec ? 4 * lane + 128 * (e / 4) + e % 4 : lane + 32 * e;
@@ -59,7 +68,7 @@ struct Smem {
 // Scores of the tile's keys [j0, j0 + kTile) for heads h0 .. h0 + G - 1 (one kv head): warp w takes
 // keys w, w + kWarps, ...; lanes split the head dimension; masked keys and keys past the span (or
 // the causal cut) score -inf.
-template <int EPL, int G, bool kVec>
+template <int EPL, int G, int kKv>
 __device__ void tile_scores(const AttnArgs& a, const float (&q)[G][EPL], int64_t kv, int64_t t, int64_t j0, int64_t end,
                             Smem<G>& sm) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -69,12 +78,21 @@ __device__ void tile_scores(const AttnArgs& a, const float (&q)[G][EPL], int64_t
 #pragma unroll
   for (int u = 0; u < kKeysPerWarp; ++u) {
     const int64_t j = j0 + warp + kWarps * u;
-    if constexpr (kVec) {
+    if constexpr (kKv == kF32Rows) {
       const float4* row = reinterpret_cast<const float4*>(kbase + j * a.k.nb[2]);
 #pragma unroll
       for (int c = 0; c < EPL / 4; ++c) {
         const float4 f = j < end ? row[lane + 32 * c] : float4{};
         kr[u][4 * c] = f.x, kr[u][4 * c + 1] = f.y, kr[u][4 * c + 2] = f.z, kr[u][4 * c + 3] = f.w;
+      }
+    } else if constexpr (kKv == kF16Rows) {
+      const uint2* row = reinterpret_cast<const uint2*>(kbase + j * a.k.nb[2]);
+#pragma unroll
+      for (int c = 0; c < EPL / 4; ++c) {
+        const uint2 w = j < end ? row[lane + 32 * c] : uint2{};
+        const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&w.x));
+        const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&w.y));
+        kr[u][4 * c] = lo.x, kr[u][4 * c + 1] = lo.y, kr[u][4 * c + 2] = hi.x, kr[u][4 * c + 3] = hi.y;
       }
     } else {
 #pragma unroll
@@ -127,7 +145,7 @@ __device__ void tile_softmax(Smem<G>& sm) {
 
 // Tiles [tile0, tile1) of row t for heads h0 .. h0 + G - 1; thread d accumulates output element d
 // of every head. Leaves the running max and sum in sm and returns the thread's outputs.
-template <int EPL, int G, bool kVec>
+template <int EPL, int G, int kKv>
 __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, int64_t tile1, Smem<G>& sm,
                        float (&acc)[G]) {
   const int lane = threadIdx.x % 32;
@@ -138,7 +156,7 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
   for (int g = 0; g < G; ++g)
 #pragma unroll
     for (int e = 0; e < EPL; ++e) {
-      const int64_t i = dim_of<kVec>(lane, e);
+      const int64_t i = dim_of<kKv != kAnyType>(lane, e);
       q[g][e] = i < dk ? elem(a.q, i, h0 + g, t) : 0.0f;
     }
   if (threadIdx.x < G) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
@@ -150,7 +168,7 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
     const int64_t j0 = tile * kTile;
     if (j0 >= end) break;
     __syncthreads();  // the previous tile's probabilities are consumed
-    tile_scores<EPL, G, kVec>(a, q, kv, t, j0, end, sm);
+    tile_scores<EPL, G, kKv>(a, q, kv, t, j0, end, sm);
     __syncthreads();
     tile_softmax<G>(sm);
     __syncthreads();
@@ -162,7 +180,16 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
 #pragma unroll 8
     for (int j = 0; j < kTile; ++j) {
       const char* p = vrow + j * a.v.nb[2];
-      const float vv = j0 + j >= end ? 0.0f : kVec ? *reinterpret_cast<const float*>(p) : load_plain(a.v.type, p);
+      float vv = 0.0f;
+      if (j0 + j < end) {
+        if constexpr (kKv == kF32Rows) {
+          vv = *reinterpret_cast<const float*>(p);
+        } else if constexpr (kKv == kF16Rows) {
+          vv = half_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
+        } else {
+          vv = load_plain(a.v.type, p);
+        }
+      }
 #pragma unroll
       for (int g = 0; g < G; ++g) o[g] = fmaf(sm.p[g][j], vv, o[g]);
     }
@@ -173,19 +200,19 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
   __syncthreads();  // the running max and sum are final
 }
 
-// grid (n_split, H / G, T): block (s, hg, t) takes heads hg G .. + G - 1 of token t over tile s
+// grid (n_split, H / G, T): block (s, hg, t) takes heads hg G .. + G - 1 of token t over split s
 // (split path: partial state, or the row when n_split == 1 and the tile is the span) or over
 // every tile (n_split == 1).
-template <int EPL, int G, bool kVec>
+template <int EPL, int G, int kKv>
 __global__ void __launch_bounds__(kThreads) attn_kernel(AttnArgs a) {
   __shared__ Smem<G> sm;
   const int64_t s = blockIdx.x, h0 = static_cast<int64_t>(blockIdx.y) * G, t = blockIdx.z;
   const int64_t n_tiles = (a.k.ne[2] + kTile - 1) / kTile;
   float acc[G];
   if (a.n_split > 1) {
-    attend<EPL, G, kVec>(a, h0, t, s, s + 1, sm, acc);
+    attend<EPL, G, kKv>(a, h0, t, s * kSplitTiles, min(n_tiles, (s + 1) * kSplitTiles), sm, acc);
   } else {
-    attend<EPL, G, kVec>(a, h0, t, 0, n_tiles, sm, acc);
+    attend<EPL, G, kKv>(a, h0, t, 0, n_tiles, sm, acc);
   }
   const int64_t d = threadIdx.x, dv = a.v.ne[0];
   if (d >= dv) return;
@@ -203,58 +230,84 @@ __global__ void __launch_bounds__(kThreads) attn_kernel(AttnArgs a) {
   }
 }
 
-// grid (H, T), block Dv threads: merges the row's splits in split order, all of them scaled to the
-// largest max (two passes of independent loads rather than a running merge); a split with every
-// key masked (max -inf, sum and outputs 0) adds exact zeros.
-__global__ void merge_kernel(AttnArgs a) {
-  const int64_t h = blockIdx.x, t = blockIdx.y, dv = a.v.ne[0], d = threadIdx.x;
+// grid (H, T), kThreads threads: merges the row's splits, all scaled to the largest max. Warp w
+// takes splits w, w + kWarps, ... (lane: output elements lane, lane + 32, ...), then the warps'
+// sums are added in warp order: a fixed order for a given span. A split with every key masked
+// (max -inf, sum and outputs 0) adds nothing.
+__global__ void __launch_bounds__(kThreads) merge_kernel(AttnArgs a) {
+  __shared__ float part_o[kWarps][kMaxHead];
+  __shared__ float part_l[kWarps], warp_max[kWarps];
+  const int64_t h = blockIdx.x, t = blockIdx.y, dv = a.v.ne[0];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const float* row = a.part + (t * a.q.ne[1] + h) * a.n_split * (dv + 2);
   float m = -INFINITY;
-  for (int64_t s = 0; s < a.n_split; ++s) m = fmaxf(m, row[s * (dv + 2)]);
-  float l = 0.0f, o = 0.0f;
+  for (int64_t s = threadIdx.x; s < a.n_split; s += kThreads) m = fmaxf(m, row[s * (dv + 2)]);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, off));
+  if (lane == 0) warp_max[warp] = m;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) m = fmaxf(m, warp_max[w]);
+  constexpr int kPer = kMaxHead / 32;
+  float o[kPer] = {};
+  float l = 0.0f;
   if (m != -INFINITY) {
-#pragma unroll 4
-    for (int64_t s = 0; s < a.n_split; ++s) {
+#pragma unroll 2
+    for (int64_t s = warp; s < a.n_split; s += kWarps) {
       const float* p = row + s * (dv + 2);
-      const float c = expf(p[0] - m);
+      const float c = p[0] == -INFINITY ? 0.0f : expf(p[0] - m);
       l = fmaf(p[1], c, l);
-      o = fmaf(p[2 + d], c, o);
+#pragma unroll
+      for (int e = 0; e < kPer; ++e)
+        if (lane + 32 * e < dv) o[e] = fmaf(p[2 + lane + 32 * e], c, o[e]);
     }
   }
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-  store_plain(a.out.type, a.out.data + d * a.out.nb[0] + h * a.out.nb[1] + t * a.out.nb[2], o * inv);
+#pragma unroll
+  for (int e = 0; e < kPer; ++e)
+    if (lane + 32 * e < dv) part_o[warp][lane + 32 * e] = o[e];
+  if (lane == 0) part_l[warp] = l;
+  __syncthreads();
+  for (int64_t d = threadIdx.x; d < dv; d += kThreads) {
+    float od = 0.0f, ld = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) od += part_o[w][d], ld += part_l[w];
+    const float inv = ld > 0.0f ? 1.0f / ld : 0.0f;
+    store_plain(a.out.type, a.out.data + d * a.out.nb[0] + h * a.out.nb[1] + t * a.out.nb[2], od * inv);
+  }
 }
 
-// Blocks per query row: one per key tile for a few rows (decode, verify), else one.
+// Blocks per query row: one per split of kSplitTiles tiles for a few rows (decode, verify), else one.
 int64_t n_split_of(const Tensor& q, const Tensor& k) {
-  return q.ne[2] <= kSplitMaxRows ? mm::ceil_div<int64_t>(k.ne[2], kTile) : 1;
+  return q.ne[2] <= kSplitMaxRows ? mm::ceil_div<int64_t>(k.ne[2], kTile * kSplitTiles) : 1;
 }
 
-template <int EPL, int G, bool kVec>
+template <int EPL, int G, int kKv>
 void launch(const Ctx& ctx, const AttnArgs& a) {
   const int64_t h = a.q.ne[1], t = a.q.ne[2];
   GL_ASSERT(a.n_split == 1 || a.part != nullptr, "cuda flash_attn: split path without its planned workspace");
   const dim3 grid(static_cast<unsigned>(a.n_split), static_cast<unsigned>(h / G), static_cast<unsigned>(t));
-  attn_kernel<EPL, G, kVec><<<grid, kThreads, 0, ctx.stream>>>(a);
+  attn_kernel<EPL, G, kKv><<<grid, kThreads, 0, ctx.stream>>>(a);
   if (a.n_split > 1)
-    merge_kernel<<<dim3(static_cast<unsigned>(h), static_cast<unsigned>(t)), static_cast<unsigned>(a.v.ne[0]), 0,
-                   ctx.stream>>>(a);
+    merge_kernel<<<dim3(static_cast<unsigned>(h), static_cast<unsigned>(t)), kThreads, 0, ctx.stream>>>(a);
 }
 
-template <int EPL, bool kVec>
+template <int EPL, int kKv>
 void launch_group(const Ctx& ctx, const AttnArgs& a) {
-  if (a.group % 4 == 0) return launch<EPL, 4, kVec>(ctx, a);
-  if (a.group % 2 == 0) return launch<EPL, 2, kVec>(ctx, a);
-  launch<EPL, 1, kVec>(ctx, a);
+  if (a.group % 4 == 0) return launch<EPL, 4, kKv>(ctx, a);
+  if (a.group % 2 == 0) return launch<EPL, 2, kKv>(ctx, a);
+  launch<EPL, 1, kKv>(ctx, a);
 }
 
-// Dense F32 K and V whose rows the kernel reads as float4 (the model's KV cache).
-bool vec_kv(const Tensor& k, const Tensor& v) {
+// Dense F32 or F16 K and V (the model's KV cache) whose K rows the kernel reads four elements at a
+// time; anything else element by element.
+KvRead kv_read(const Tensor& k, const Tensor& v) {
   const auto aligned = [](const Tensor& t) {
     return (reinterpret_cast<uintptr_t>(t.data) | t.nb[1] | t.nb[2]) % 16 == 0;
   };
-  return k.type == DType::F32 && v.type == DType::F32 && k.nb[0] == 4 && v.nb[0] == 4 && k.ne[0] % 128 == 0 &&
-         aligned(k);
+  if (k.type != v.type || k.ne[0] % 128 != 0 || !aligned(k)) return kAnyType;
+  if (k.type == DType::F32 && k.nb[0] == 4 && v.nb[0] == 4) return kF32Rows;
+  if (k.type == DType::F16 && k.nb[0] == 2 && v.nb[0] == 2) return kF16Rows;
+  return kAnyType;
 }
 
 }  // namespace
@@ -278,11 +331,17 @@ void flash_attn(const Ctx& ctx, Tensor& dst) {
              q.ne[1] / k.ne[1],
              n_split_of(q, k),
              static_cast<float*>(dst.workspace)};
-  const bool vec = vec_kv(k, v);
-  if (q.ne[0] <= 32) return launch_group<1, false>(ctx, a);
-  if (q.ne[0] <= 64) return launch_group<2, false>(ctx, a);
-  if (q.ne[0] <= 128) return vec ? launch_group<4, true>(ctx, a) : launch_group<4, false>(ctx, a);
-  vec ? launch_group<8, true>(ctx, a) : launch_group<8, false>(ctx, a);
+  const KvRead rows = kv_read(k, v);
+  if (q.ne[0] <= 32) return launch_group<1, kAnyType>(ctx, a);
+  if (q.ne[0] <= 64) return launch_group<2, kAnyType>(ctx, a);
+  if (q.ne[0] <= 128) {
+    if (rows == kF32Rows) return launch_group<4, kF32Rows>(ctx, a);
+    if (rows == kF16Rows) return launch_group<4, kF16Rows>(ctx, a);
+    return launch_group<4, kAnyType>(ctx, a);
+  }
+  if (rows == kF32Rows) return launch_group<8, kF32Rows>(ctx, a);
+  if (rows == kF16Rows) return launch_group<8, kF16Rows>(ctx, a);
+  launch_group<8, kAnyType>(ctx, a);
 }
 
 size_t flash_attn_workspace(const Tensor& dst) {
