@@ -6,14 +6,16 @@
 // turns the scores into probabilities against the running max, then each thread accumulates one
 // output element over the tile's V rows. Decode and verify rows (T <= 8) give every split of
 // kSplitTiles tiles its own block and merge the splits' states in a second kernel (its warps take
-// the splits in turn, then add their sums in warp order); prefill rows walk every tile in one
-// block. Tiles and splits start at fixed multiples from key 0, and a key that is masked (or a tile
+// the splits in turn, then add their sums in warp order); prefill rows go to flash_attn_rows.cu
+// (32 rows of a kv head per block), or where it declines walk every tile in one block. Tiles and
+// splits start at fixed multiples from key 0, and a key that is masked (or a tile
 // with no unmasked key) changes nothing, so a row's arithmetic depends only on its own keys: a
 // verify row equals the decode row bit for bit (batch invariance) whatever the span.
 // Precision: float dot products, exponentials and sums, like the unfused graph.
 #include <cmath>
 
 #include "cuda_utils.cuh"
+#include "flash_attn_rows.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
 #include "mm_utils.cuh"
@@ -320,6 +322,7 @@ void flash_attn(const Ctx& ctx, Tensor& dst) {
   const Tensor* mask = dst.src[3];
   const SoftmaxParams p = dst.p<SoftmaxParams>();
   if (nelements(dst) == 0) return;
+  if (q.ne[2] > kSplitMaxRows && flash_attn_rows_fits(dst)) return flash_attn_rows(ctx, dst);
   AttnArgs a{arg(q),
              arg(k),
              arg(v),
