@@ -49,15 +49,16 @@ __device__ __forceinline__ int64_t row_end(const RowsArgs& a, int64_t t) {
   return a.causal ? min(n_kv, t + n_kv - n_q + 1) : n_kv;
 }
 
-// One 16-byte vector (8 halves) of a dense F16 row, as floats at dst.
+// One 16-byte vector (8 halves) of a dense F16 row, as floats at dst (16-byte aligned): two
+// 16-byte shared stores.
 __device__ __forceinline__ void put_halves(const char* src, float* dst) {
   const uint4 w = *reinterpret_cast<const uint4*>(src);
-  const uint32_t h[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h[c]));
-    dst[2 * c] = f.x, dst[2 * c + 1] = f.y;
-  }
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&w.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&w.y));
+  const float2 c = __half22float2(*reinterpret_cast<const __half2*>(&w.z));
+  const float2 d = __half22float2(*reinterpret_cast<const __half2*>(&w.w));
+  reinterpret_cast<float4*>(dst)[0] = make_float4(a.x, a.y, b.x, b.y);
+  reinterpret_cast<float4*>(dst)[1] = make_float4(c.x, c.y, d.x, d.y);
 }
 
 // Keys [j0, j0 + kKeys) of kv head kv into shared memory as floats (zeros past the span).
@@ -74,8 +75,9 @@ __device__ void stage_tile(const RowsArgs& a, int64_t kv, int64_t j0, float* ks,
         put_halves(a.k.data + kv * a.k.nb[1] + key * a.k.nb[2] + 16 * c, kd);
         put_halves(a.v.data + kv * a.v.nb[1] + key * a.v.nb[2] + 16 * c, vd);
       } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) kd[e] = 0.0f, vd[e] = 0.0f;
+        const float4 z{};
+        reinterpret_cast<float4*>(kd)[0] = z, reinterpret_cast<float4*>(kd)[1] = z;
+        reinterpret_cast<float4*>(vd)[0] = z, reinterpret_cast<float4*>(vd)[1] = z;
       }
     }
     return;
