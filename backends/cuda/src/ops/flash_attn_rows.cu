@@ -51,8 +51,7 @@ __device__ __forceinline__ int64_t row_end(const RowsArgs& a, int64_t t) {
 
 // One 16-byte vector (8 halves) of a dense F16 row, as floats at dst (16-byte aligned): two
 // 16-byte shared stores.
-__device__ __forceinline__ void put_halves(const char* src, float* dst) {
-  const uint4 w = *reinterpret_cast<const uint4*>(src);
+__device__ __forceinline__ void put_halves(const uint4 w, float* dst) {
   const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&w.x));
   const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&w.y));
   const float2 c = __half22float2(*reinterpret_cast<const __half2*>(&w.z));
@@ -61,27 +60,42 @@ __device__ __forceinline__ void put_halves(const char* src, float* dst) {
   reinterpret_cast<float4*>(dst)[1] = make_float4(c.x, c.y, d.x, d.y);
 }
 
-// Keys [j0, j0 + kKeys) of kv head kv into shared memory as floats (zeros past the span).
+// A tile of dense F16 K and V rows held in registers: 16-byte vectors u * kThreads + thread of
+// the tile's kKeys rows, so the next tile's loads are in flight while this one is computed.
+constexpr int kTileVecs = kKeys * (kMaxHead / 8) / kThreads;
+struct TileRegs {
+  uint4 k[kTileVecs], v[kTileVecs];
+};
+
+__device__ __forceinline__ void load_tile_f16(const RowsArgs& a, int64_t kv, int64_t j0, TileRegs& r) {
+  const int per_row = 1 << a.f16_shift;
+#pragma unroll
+  for (int u = 0; u < kTileVecs; ++u) {
+    const int idx = static_cast<int>(threadIdx.x) + u * kThreads;
+    const int j = idx >> a.f16_shift, c = idx & (per_row - 1);
+    const int64_t key = j0 + j;
+    const bool in = j < kKeys && key < a.k.ne[2];
+    r.k[u] = in ? *reinterpret_cast<const uint4*>(a.k.data + kv * a.k.nb[1] + key * a.k.nb[2] + 16 * c) : uint4{};
+    r.v[u] = in ? *reinterpret_cast<const uint4*>(a.v.data + kv * a.v.nb[1] + key * a.v.nb[2] + 16 * c) : uint4{};
+  }
+}
+
+__device__ __forceinline__ void store_tile_f16(const RowsArgs& a, const TileRegs& r, float* ks, float* vs) {
+  const int per_row = 1 << a.f16_shift;
+#pragma unroll
+  for (int u = 0; u < kTileVecs; ++u) {
+    const int idx = static_cast<int>(threadIdx.x) + u * kThreads;
+    const int j = idx >> a.f16_shift, c = idx & (per_row - 1);
+    if (j >= kKeys) break;
+    put_halves(r.k[u], ks + j * a.dkp + 8 * c);
+    put_halves(r.v[u], vs + j * a.dv + 8 * c);
+  }
+}
+
+// Keys [j0, j0 + kKeys) of kv head kv into shared memory as floats (zeros past the span), element
+// by element (rows that are not dense F16).
 __device__ void stage_tile(const RowsArgs& a, int64_t kv, int64_t j0, float* ks, float* vs) {
   const int64_t n_kv = a.k.ne[2];
-  if (a.f16_shift >= 0) {  // dense F16 rows: 16-byte loads, no division
-    const int per_row = 1 << a.f16_shift;
-    for (int idx = threadIdx.x; idx < kKeys * per_row; idx += kThreads) {
-      const int j = idx >> a.f16_shift, c = idx & (per_row - 1);
-      const int64_t key = j0 + j;
-      float* kd = ks + j * a.dkp + 8 * c;
-      float* vd = vs + j * a.dv + 8 * c;
-      if (key < n_kv) {
-        put_halves(a.k.data + kv * a.k.nb[1] + key * a.k.nb[2] + 16 * c, kd);
-        put_halves(a.v.data + kv * a.v.nb[1] + key * a.v.nb[2] + 16 * c, vd);
-      } else {
-        const float4 z{};
-        reinterpret_cast<float4*>(kd)[0] = z, reinterpret_cast<float4*>(kd)[1] = z;
-        reinterpret_cast<float4*>(vd)[0] = z, reinterpret_cast<float4*>(vd)[1] = z;
-      }
-    }
-    return;
-  }
   for (int idx = threadIdx.x; idx < kKeys * a.dk; idx += kThreads) {
     const int j = idx / a.dk, i = idx % a.dk;
     const int64_t key = j0 + j;
@@ -136,10 +150,18 @@ __global__ void __launch_bounds__(kThreads) attn_rows_kernel(RowsArgs a) {
     for (int e = 0; e < kPerLane; ++e) acc[r][e] = 0.0f;
   }
   float* pw = ps + warp * kRowsPerWarp * kKeys;
+  const bool f16 = a.f16_shift >= 0;
+  TileRegs next;
+  if (f16 && block_end > 0) load_tile_f16(a, kv, 0, next);
   for (int64_t j0 = 0; j0 < block_end; j0 += kKeys) {
     __syncthreads();  // the previous tile is consumed (and the query rows are in place)
-    stage_tile(a, kv, j0, ks, vs);
+    if (f16) {
+      store_tile_f16(a, next, ks, vs);
+    } else {
+      stage_tile(a, kv, j0, ks, vs);
+    }
     __syncthreads();
+    if (f16 && j0 + kKeys < block_end) load_tile_f16(a, kv, j0 + kKeys, next);  // in flight meanwhile
     // Scores: lane = key; a full dot product per row, in dimension order.
     const int64_t key = j0 + lane;
     float s[kRowsPerWarp];
