@@ -73,6 +73,19 @@ TEST_P(VulkanModelTest, GreedyAndMtpParity) {
   for (int k = 1; k <= 3; ++k) EXPECT_EQ(generate(k, 32), plain) << "K = " << k;
 }
 
+// An F16 KV cache on the device (RunConfig::kv_type; the shaders read F16 K/V rows): greedy
+// decoding gives the F32 cache's tokens here, and MTP K = 1..3 gives plain greedy's on it.
+TEST_P(VulkanModelTest, F16KvCacheGreedyAndMtpParity) {
+  qwen35::RunConfig cfg{.n_ctx = 512, .n_batch = 8, .kv_bucket = 64, .kv_type = DType::F16};
+  const std::vector<int32_t> plain = session_tokens(*model_, *vk_, cfg, fx_->prompt, 32);
+  ASSERT_EQ(plain.size(), 32u);
+  EXPECT_EQ(plain, generate(0, 32)) << "F16 vs F32 cache";
+  for (int k = 1; k <= 3; ++k) {
+    cfg.mtp_k = k;
+    EXPECT_EQ(session_tokens(*model_, *vk_, cfg, fx_->prompt, 32), plain) << "K = " << k;
+  }
+}
+
 GL_INSTANTIATE_FOR_FIXTURES(VulkanModelTest);
 
 }  // namespace
