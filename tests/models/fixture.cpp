@@ -69,6 +69,20 @@ std::vector<int32_t> session_tokens(const qwen35::Model& m, Backend& be, const q
   return out;
 }
 
+std::vector<int32_t> f16_kv_tokens_with_mtp_parity(const qwen35::Model& m, Backend& be, qwen35::RunConfig cfg,
+                                                   const std::vector<int32_t>& prompt, int n) {
+  cfg.kv_type = DType::F16;
+  cfg.mtp_k = 0;
+  const std::vector<int32_t> plain = session_tokens(m, be, cfg, prompt, n);
+  EXPECT_EQ(plain.size(), static_cast<size_t>(n));
+  if (plain.size() != static_cast<size_t>(n)) return plain;
+  for (int k = 1; k <= 3; ++k) {
+    cfg.mtp_k = k;
+    EXPECT_EQ(session_tokens(m, be, cfg, prompt, n), plain) << "F16 KV cache, K = " << k;
+  }
+  return plain;
+}
+
 double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   GL_ASSERT(a.size() == b.size(), "size mismatch");
   double num = 0.0, den = 0.0;

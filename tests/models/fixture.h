@@ -34,6 +34,11 @@ const ModelFixture& model_fixture(const std::string& name);
 std::vector<int32_t> session_tokens(const qwen35::Model& m, Backend& be, const qwen35::RunConfig& cfg,
                                     const std::vector<int32_t>& prompt, int n, qwen35::SessionStats* stats = nullptr);
 
+// n greedy tokens from a Session with cfg on an F16 KV cache (cfg.kv_type and mtp_k are set here),
+// after checking that MTP K = 1..3 on the same cache emits the same n tokens.
+std::vector<int32_t> f16_kv_tokens_with_mtp_parity(const qwen35::Model& m, Backend& be, qwen35::RunConfig cfg,
+                                                   const std::vector<int32_t>& prompt, int n);
+
 // max |a - b| / max |b|
 double rel_error(const std::vector<float>& a, const std::vector<float>& b);
 

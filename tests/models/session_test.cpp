@@ -86,13 +86,7 @@ TEST_P(SessionTest, F16KvCacheStaysCloseAndKeepsMtpParity) {
   std::printf("[ metric   ] %s: F16 vs F32 KV cache, prompt logits max rel error %.3g\n", GetParam().c_str(), err);
   EXPECT_GT(err, 0.0) << "the F16 cache did not round";
   EXPECT_LT(err, kF16KvBound);
-  qwen35::RunConfig cfg{.n_ctx = 512, .n_batch = 8, .kv_bucket = 64, .kv_type = DType::F16};
-  const std::vector<int32_t> plain = session_tokens(*model_, *cpu_, cfg, fx_->prompt, 64);
-  ASSERT_EQ(plain.size(), 64u);
-  for (int k = 1; k <= 3; ++k) {
-    cfg.mtp_k = k;
-    EXPECT_EQ(session_tokens(*model_, *cpu_, cfg, fx_->prompt, 64), plain) << "K = " << k;
-  }
+  f16_kv_tokens_with_mtp_parity(*model_, *cpu_, {.n_ctx = 512, .n_batch = 8, .kv_bucket = 64}, fx_->prompt, 64);
 }
 
 TEST_P(SessionTest, KvTypeOtherThanF32OrF16IsAClearError) {

@@ -226,8 +226,6 @@ void flash_attn_fast_typed(Tensor& dst) {
   });
 }
 
-bool dense_rows(const Tensor& t) { return t.nb[0] == dtype_traits(t.type).block_bytes; }
-
 }  // namespace
 
 int64_t attn_row_end(const Tensor& dst, int64_t t) {
@@ -246,7 +244,7 @@ bool flash_attn_fast_fits(const Tensor& dst) {
   const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
   const Tensor* mask = dst.src[3];
   if (!is_f32_rows(q) || k.type != v.type || (k.type != DType::F32 && k.type != DType::F16)) return false;
-  if (!dense_rows(k) || !dense_rows(v) || (mask && !is_f32_rows(*mask))) return false;
+  if (!has_dense_rows(k) || !has_dense_rows(v) || (mask && !is_f32_rows(*mask))) return false;
   if (q.ne[3] != 1 || k.ne[3] != 1 || v.ne[3] != 1 || q.ne[1] % k.ne[1] != 0) return false;
   return q.ne[0] % kLanes == 0 && v.ne[0] % kLanes == 0;
 }

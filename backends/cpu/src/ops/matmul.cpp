@@ -117,16 +117,14 @@ bool converts_in_register(DType t) {
   return t == DType::BF16;
 }
 
-bool rows_dense(const Tensor& w) { return w.nb[0] == dtype_traits(w.type).block_bytes; }
-
 // Blocks this small read dense weight rows in place (converting in registers) instead of
 // converting each row once into scratch. Activations that are not F32 leave no choice.
 bool reads_in_place(const Tensor& w, const CpuTypeKernels& kern, int64_t block_rows) {
   if (quantizes_act(kern) || kern.act_type != DType::F32) {
-    GL_ASSERT(rows_dense(w), "[mul_mat] weights with quantized activations need dense rows");
+    GL_ASSERT(has_dense_rows(w), "[mul_mat] weights with quantized activations need dense rows");
     return true;
   }
-  if (!rows_dense(w)) return false;
+  if (!has_dense_rows(w)) return false;
   if (converts_in_register(w.type)) return true;
   return block_rows <= (w.type == DType::F32 ? kInPlaceF32Rows : dot_tile_shape().x_rows);
 }
@@ -143,7 +141,7 @@ void run_job(const Tensor& w, const CpuTypeKernels& kern, const Block& b, int64_
     kern.dot_rows(rows, nw, x, nx, k, out, n0);
     return;
   }
-  const bool dense = rows_dense(w);
+  const bool dense = has_dense_rows(w);
   for (int i = 0; i < nw; ++i) {
     float* dst = scratch + i * k;
     if (dense) {

@@ -23,5 +23,7 @@ inline void unravel_row(const Tensor& t, int64_t r, int64_t& i1, int64_t& i2, in
 }
 // True when row elements are adjacent (nb[0] == element size) and t is F32.
 inline bool is_f32_rows(const Tensor& t) { return t.type == DType::F32 && t.nb[0] == sizeof(float); }
+// True when row elements (blocks, for a quantized type) are adjacent, whatever the type.
+inline bool has_dense_rows(const Tensor& t) { return t.nb[0] == dtype_traits(t.type).block_bytes; }
 
 }  // namespace gl::cpu
