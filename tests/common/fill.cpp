@@ -80,8 +80,11 @@ std::vector<double> generate(const Fill& f, const std::array<int64_t, kMaxDims>&
       for (double& x : v) x = integer_nonzero(rng, f.lo, f.hi);
       break;
     case Fill::Kind::MASK:
+    case Fill::Kind::STAIR_MASK:
       for (size_t i = 0; i < v.size(); ++i) {
-        const bool masked = i % static_cast<size_t>(ne[0]) != 0 && rng.coin(f.p);
+        const auto key = static_cast<int64_t>(i) % ne[0], row = (static_cast<int64_t>(i) / ne[0]) % ne[1];
+        const bool tail = f.kind == Fill::Kind::STAIR_MASK && key >= ((row + 1) * ne[0] + ne[1] - 1) / ne[1];
+        const bool masked = tail || (key != 0 && rng.coin(f.p));
         v[i] = masked ? -std::numeric_limits<double>::infinity() : signed_magnitude(rng, f.lo, f.hi);
       }
       break;

@@ -42,6 +42,7 @@ struct Fill {
     DISTINCT,      // every row a random permutation of (i - n/2 + 1/2) * lo: no ties, no zero
     INTEGERS,      // integers in [lo, hi] without 0: exact ties on purpose
     MASK,          // NONZERO in [lo, hi], each entry -inf with probability p (never column 0)
+    STAIR_MASK,    // MASK, and row r of n (ne[1]) -inf past its first ceil((r + 1) ne[0] / n) entries
     IDS,           // I32 uniform in [0, n)
     IDS_DISTINCT,  // I32, every row (ne[0]) distinct values from [0, n)
   };
@@ -57,6 +58,7 @@ struct Fill {
   static Fill distinct(double step) { return {Kind::DISTINCT, step}; }
   static Fill integers(int lo, int hi) { return {Kind::INTEGERS, double(lo), double(hi)}; }
   static Fill mask(double p_inf) { return {Kind::MASK, 0.1, 1.0, p_inf}; }
+  static Fill stair_mask(double p_inf) { return {Kind::STAIR_MASK, 0.1, 1.0, p_inf}; }
   static Fill ids(int64_t n) { return {Kind::IDS, 0, 0, 0, n}; }
   static Fill ids_distinct(int64_t n) { return {Kind::IDS_DISTINCT, 0, 0, 0, n}; }
 };

@@ -69,7 +69,9 @@ struct OpCase {
 
   // A device under Precision::FAST rounds the activations of its 16-bit GEMMs once to the weight
   // format (BF16: unit roundoff 2^-9, NMSE <= 2^-18 = 3.8e-6 per product term) and a quantized
-  // weight's dequantized values to F16 (2^-12): kDeviceFastNmse bounds both with margin.
+  // weight's dequantized values to F16 (2^-12); its tensor-core attention rounds Q and the
+  // probabilities to F16 (2^-11 each, NMSE ~1e-7 on the op cases): kDeviceFastNmse bounds all
+  // three with margin.
   static constexpr double kDeviceFastNmse = 1e-5;
 
   // A device under FAST may also take the CPU's FAST rounding (int8 activations: CUDA's K-quant

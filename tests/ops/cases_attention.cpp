@@ -66,7 +66,7 @@ Tensor* attn_input(In& in, DType t, AttnShape s, bool cache_view, bool k_side) {
 }
 
 void add_flash_attn(std::vector<OpCase>& out) {
-  auto c = [&](std::string name, AttnShape s, DType kv, bool mask, bool causal, bool cache_view) {
+  auto c = [&](std::string name, AttnShape s, DType kv, bool mask, bool causal, bool cache_view, bool stair = false) {
     out.push_back({.name = "flash_attn_" + name,
                    .op = Op::FLASH_ATTN,
                    .build =
@@ -74,7 +74,9 @@ void add_flash_attn(std::vector<OpCase>& out) {
                          Tensor* q = in.input(DType::F32, {s.dk, s.heads, s.tokens});
                          Tensor* k = attn_input(in, kv, s, cache_view, true);
                          Tensor* v = attn_input(in, kv, s, cache_view, false);
-                         Tensor* m = mask ? in.input(DType::F32, {s.keys, s.tokens}, Fill::mask(0.25)) : nullptr;
+                         Tensor* m = mask ? in.input(DType::F32, {s.keys, s.tokens},
+                                                     stair ? Fill::stair_mask(0.25) : Fill::mask(0.25))
+                                          : nullptr;
                          const float scale = 1.0f / std::sqrt(static_cast<float>(s.dk));
                          return flash_attn(in.ctx, q, k, v, m, scale, causal);
                        },
@@ -93,6 +95,14 @@ void add_flash_attn(std::vector<OpCase>& out) {
   // of a 4-head group over a long causal span in one piece.
   c("f16_D64_H4_kv2_T3_N2500_cache_mask", {64, 64, 4, 2, 3, 2500}, DType::F16, true, false, true);
   c("f32_D64_H8_kv2_T40_N1500_causal", {64, 64, 8, 2, 40, 1500}, DType::F32, false, true, false);
+  // Prefill rows over an F16 cache (CUDA: tensor cores): the Qwen3.5 head size with its GQA group
+  // and a masked span longer than a tile; GQA group 1 (64 tokens a block) and 3 (blocks cut
+  // through a token's heads); causal rows with no key; a span that ends inside a tile.
+  c("f16_D256_H16_kv4_T40_N700_cache_mask", {256, 256, 16, 4, 40, 700}, DType::F16, true, false, true);
+  c("f16_D256_H16_kv4_T40_N700_cache_stair_mask", {256, 256, 16, 4, 40, 700}, DType::F16, true, false, true, true);
+  c("f16_D64_H2_kv2_T70_N300_causal", {64, 64, 2, 2, 70, 300}, DType::F16, false, true, false);
+  c("f16_D128_H6_kv2_T33_N97_causal_mask", {128, 128, 6, 2, 33, 97}, DType::F16, true, true, true);
+  c("f16_D64_H2_kv1_T12_N5_causal_empty_rows", {64, 64, 2, 1, 12, 5}, DType::F16, false, true, false);
 }
 
 struct RopeShape {

@@ -26,7 +26,8 @@ void PrintTo(const OpsParam& p, std::ostream* os) { *os << p.c.name << " on " <<
 // Every case on every compiled backend, and the ops with a FAST path once more under
 // Precision::FAST: on the CPU (matrix products: int8 activations for quantized weights; fused
 // attention: vector sums in another order, within the same f32 bounds) and on CUDA (matrix
-// products of more than 8 rows: one 16-bit GEMM, OpCase::kDeviceFastNmse). Other ops have one path.
+// products of more than 8 rows: one 16-bit GEMM; prefill attention over an F16 cache: Q and P
+// rounded to F16 for the tensor cores; both OpCase::kDeviceFastNmse). Other ops have one path.
 std::vector<OpsParam> all_params() {
   std::vector<OpsParam> ps;
   const std::vector<std::string> names = compiled_backend_names();
@@ -37,7 +38,8 @@ std::vector<OpsParam> all_params() {
       ps.push_back({std::move(c), "cpu-fast"});
   if (std::find(names.begin(), names.end(), "cuda") != names.end())
     for (OpCase& c : all_cases())
-      if (c.op == Op::MUL_MAT || c.op == Op::MUL_MAT_ID) ps.push_back({std::move(c), "cuda-fast"});
+      if (c.op == Op::MUL_MAT || c.op == Op::MUL_MAT_ID || c.op == Op::FLASH_ATTN)
+        ps.push_back({std::move(c), "cuda-fast"});
   return ps;
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -17,11 +18,33 @@ constexpr size_t kF32 = sizeof(float);
 
 }  // namespace
 
-std::vector<float> causal_mask(int n_kv, int n_rows, int pos0) {
-  std::vector<float> mask(static_cast<size_t>(n_kv) * n_rows, -std::numeric_limits<float>::infinity());
-  for (int i = 0; i < n_rows; ++i)
-    for (int j = 0; j <= pos0 + i && j < n_kv; ++j) mask[static_cast<size_t>(i) * n_kv + j] = 0.0f;
-  return mask;
+namespace {
+
+struct MaskBuffer {
+  std::vector<float> mask;
+  int n_kv = -1, n_rows = -1, pos0 = 0;
+};
+
+// Row i's slots [from, to) set to 0 (seen) or -inf.
+void set_slots(float* row, int from, int to, bool seen) {
+  if (from < to) std::fill(row + from, row + to, seen ? 0.0f : -std::numeric_limits<float>::infinity());
+}
+
+}  // namespace
+
+const std::vector<float>& causal_mask(int n_kv, int n_rows, int pos0) {
+  thread_local MaskBuffer b;
+  const bool again = b.n_kv == n_kv && b.n_rows == n_rows;
+  if (!again) b.mask.assign(static_cast<size_t>(n_kv) * n_rows, -std::numeric_limits<float>::infinity());
+  for (int i = 0; i < n_rows; ++i) {
+    float* row = b.mask.data() + static_cast<size_t>(i) * n_kv;
+    const int end = std::clamp(pos0 + i + 1, 0, n_kv);                // slots [0, end) seen now
+    const int was = again ? std::clamp(b.pos0 + i + 1, 0, n_kv) : 0;  // and at the last call
+    set_slots(row, was, end, true);
+    set_slots(row, end, was, false);
+  }
+  b.n_kv = n_kv, b.n_rows = n_rows, b.pos0 = pos0;
+  return b.mask;
 }
 
 Tensor* norm(StepCtx& s, Tensor* x, Tensor* w, const char* name, int il) {

@@ -19,7 +19,11 @@ struct StepCtx {
 
 // The F32 [n_kv, n_rows] attention mask of rows at positions pos0, pos0 + 1, ..: 0 where row i
 // may see cache slot j (j <= pos0 + i), -inf elsewhere. The trunk and the MTP head both use it.
-std::vector<float> causal_mask(int n_kv, int n_rows, int pos0);
+// The result is this thread's buffer, valid until its next call. It is kept between calls and
+// only the slots between the last call's bounds and these are rewritten when the shape repeats:
+// at a 32k span a 512-row mask is 68 MB, and writing it afresh (page faults included) every
+// step cost more than the step's attention.
+const std::vector<float>& causal_mask(int n_kv, int n_rows, int pos0);
 
 // RMSNorm with a stored weight (GGUF weights already carry the +1).
 Tensor* norm(StepCtx& s, Tensor* x, Tensor* w, const char* name, int il);

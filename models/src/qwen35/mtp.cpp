@@ -86,7 +86,7 @@ void fill_mtp_inputs(const MtpGraph& g, Executor& ex, const int32_t* tokens, int
     pos[i] = pos0 + i;
     rows[i] = h_row0 + i;
   }
-  const std::vector<float> mask = detail::causal_mask(n_kv, R, pos0);
+  const std::vector<float>& mask = detail::causal_mask(n_kv, R, pos0);
   std::vector<int32_t> outs(static_cast<size_t>(std::max(g.shape.n_outputs, 1)));
   for (size_t i = 0; i < outs.size(); ++i) outs[i] = R - static_cast<int32_t>(outs.size()) + static_cast<int32_t>(i);
   ex.set_input(*g.in.tokens, tokens);

@@ -78,7 +78,7 @@ void fill_step_inputs(const StepGraph& g, Executor& ex, const int32_t* tokens, i
   const StepShape& sh = g.shape;
   std::vector<int32_t> pos(static_cast<size_t>(sh.n_tokens));
   for (int i = 0; i < sh.n_tokens; ++i) pos[i] = n_past + i;
-  const std::vector<float> mask = detail::causal_mask(sh.n_kv, sh.n_tokens, n_past);
+  const std::vector<float>& mask = detail::causal_mask(sh.n_kv, sh.n_tokens, n_past);
   ex.set_input(*g.in.tokens, tokens);
   ex.set_input(*g.in.pos, pos.data());
   ex.set_input(*g.in.kq_mask, mask.data());

@@ -6,8 +6,9 @@
 // turns the scores into probabilities against the running max, then each thread accumulates one
 // output element over the tile's V rows. Decode and verify rows (T <= 8) give every split of
 // kSplitTiles tiles its own block and merge the splits' states in a second kernel (its warps take
-// the splits in turn, then add their sums in warp order); prefill rows go to flash_attn_rows.cu
-// (32 rows of a kv head per block), or where it declines walk every tile in one block. Tiles and
+// the splits in turn, then add their sums in warp order); prefill rows over an F16 cache go to the
+// tensor cores (flash_attn_mma.cu), others to flash_attn_rows.cu (32 rows of a kv head per
+// block), or where both decline walk every tile in one block. Tiles and
 // splits start at fixed multiples from key 0, and a key that is masked (or a tile
 // with no unmasked key) changes nothing, so a row's arithmetic depends only on its own keys: a
 // verify row equals the decode row bit for bit (batch invariance) whatever the span.
@@ -15,6 +16,7 @@
 #include <cmath>
 
 #include "cuda_utils.cuh"
+#include "flash_attn_mma.cuh"
 #include "flash_attn_rows.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
@@ -322,7 +324,10 @@ void flash_attn(const Ctx& ctx, Tensor& dst) {
   const Tensor* mask = dst.src[3];
   const SoftmaxParams p = dst.p<SoftmaxParams>();
   if (nelements(dst) == 0) return;
-  if (q.ne[2] > kSplitMaxRows && flash_attn_rows_fits(dst)) return flash_attn_rows(ctx, dst);
+  if (q.ne[2] > kSplitMaxRows) {
+    if (flash_attn_mma_fits(dst) && flash_attn_mma(ctx, dst)) return;
+    if (flash_attn_rows_fits(dst)) return flash_attn_rows(ctx, dst);
+  }
   AttnArgs a{arg(q),
              arg(k),
              arg(v),

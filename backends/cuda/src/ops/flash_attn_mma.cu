@@ -1,0 +1,381 @@
+// flash_attn_mma.cu - FLASH_ATTN for prefill rows on tensor cores (mma.sync m16n8k16).
+//
+// Why: the CUDA-core kernel (flash_attn_rows.cu) spends ~22 ms a layer on a 512-token prefill
+// at a 32k span; the products Q K^T and P V are what tensor cores are for.
+// How: a block takes 64 query rows (token, head) of one kv head, the heads of its GQA group token
+// after token, 16 rows per warp. Tiles of 64 keys of the F16 cache go to shared memory with
+// cp.async, the next tile in flight while this one is computed; with the mask's rows of the
+// block's tokens beside them. Per tile a warp computes S = Q K^T (16 x 64) as MMAs, the online
+// softmax on the accumulators in registers (a row lives in the 4 lanes of a quad), and O += P V
+// with P taken from those registers as the A operand.
+// Precision: Q and P are f32; the tensor cores take halves, so each is split as hi + lo (two
+// halves, ~22 bits of mantissa, mma_sync.cuh) and multiplied twice: the products are those of
+// f32 operands with the f16 cache to within f32 rounding, summed in f32. Under Precision::FAST
+// only hi is used (Q and P rounded to f16: relative 2^-11, the bound in the op harness).
+// A row's arithmetic depends only on its own keys: rows beside it do not change its bits. Keys
+// past a row's span (causal end, or the -inf tail of its mask row) are skipped; they would add
+// exact zeros.
+#include <cmath>
+
+#include "cuda_utils.cuh"
+#include "flash_attn_mma.cuh"
+#include "ggml-lite/status.h"
+#include "mm_utils.cuh"
+#include "mma_sync.cuh"
+
+namespace gl::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRows = 16 * kWarps;  // query rows per block
+constexpr int kKeys = 64;           // keys per tile
+constexpr int kMaxTokens = kRows;   // tokens of a block's rows (GQA group 1)
+
+struct MmaArgs {
+  TensorArg q, k, v, mask, out;
+  bool has_mask, causal, mask_vec;  // mask_vec: mask rows on 16-byte boundaries
+  float scale;
+  int group;       // query heads per kv head
+  int64_t n_rows;  // T * group query rows per kv head
+};
+
+// Shared memory of head size D, in halves then floats: Q hi and lo [kRows][kStride], K and V two
+// buffers each [kKeys][kStride], the mask tile [kMaxTokens][kKeys] and the tokens' span ends.
+template <int D>
+struct Layout {
+  static constexpr int kStride = D + 8;  // 16 bytes of padding: ldmatrix rows fall in distinct banks
+  static constexpr int kQ = kRows * kStride;
+  static constexpr int kKv = kKeys * kStride;
+  static constexpr int kHalves = 2 * kQ + 4 * kKv;
+  static constexpr size_t kBytes =
+      kHalves * sizeof(__half) + kMaxTokens * kKeys * sizeof(float) + kMaxTokens * sizeof(int64_t);
+};
+
+__device__ __forceinline__ int64_t causal_end(const MmaArgs& a, int64_t t) {
+  const int64_t n_kv = a.k.ne[2], n_q = a.q.ne[2];
+  return a.causal ? max(int64_t{0}, min(n_kv, t + n_kv - n_q + 1)) : n_kv;
+}
+
+// Where token t's span ends: its causal end, less the mask row's -inf tail (a warp walks it back
+// 32 keys at a time).
+__device__ int64_t span_end(const MmaArgs& a, int64_t t, int lane) {
+  int64_t e = causal_end(a, t);
+  if (!a.has_mask) return e;
+  const char* row = a.mask.data + t * a.mask.nb[1];
+  while (e > 0) {
+    const int64_t key = e - 1 - lane;
+    const bool live = key >= 0 && *reinterpret_cast<const float*>(row + key * 4) != -INFINITY;
+    const unsigned hit = __ballot_sync(kFullMask, live);
+    if (hit != 0) return e - __ffs(hit) + 1;  // the lowest lane holds the highest live key
+    e -= 32;
+  }
+  return 0;
+}
+
+// The block's query rows as hi and lo halves; zeros past the last row.
+template <int D>
+__device__ void load_q(const MmaArgs& a, int64_t kv, int64_t r0, __half* qh, __half* ql) {
+  constexpr int kStride = Layout<D>::kStride;
+  for (int idx = threadIdx.x; idx < kRows * D; idx += kThreads) {
+    const int r = idx / D, i = idx % D;
+    const int64_t row = r0 + r;
+    const float x = row < a.n_rows ? load_plain(a.q.type, a.q.data + i * a.q.nb[0] +
+                                                              (kv * a.group + row % a.group) * a.q.nb[1] +
+                                                              (row / a.group) * a.q.nb[2])
+                                   : 0.0f;
+    const __half hi = __float2half_rn(x);
+    qh[r * kStride + i] = hi;
+    ql[r * kStride + i] = __float2half_rn(x - __half2float(hi));
+  }
+}
+
+// Keys [j0, j0 + kKeys) of kv head kv: K and V rows into ks, vs (zeros past the span).
+template <int D>
+__device__ void issue_kv(const MmaArgs& a, int64_t kv, int64_t j0, __half* ks, __half* vs) {
+  constexpr int kVecs = D / 8, kStride = Layout<D>::kStride;
+  for (int idx = threadIdx.x; idx < kKeys * kVecs; idx += kThreads) {
+    const int j = idx / kVecs, c = idx % kVecs;
+    const int64_t key = j0 + j;
+    const bool in = key < a.k.ne[2];
+    const int64_t kk = in ? key : 0;
+    cp_async16(ks + j * kStride + 8 * c, a.k.data + kv * a.k.nb[1] + kk * a.k.nb[2] + 16 * c, in ? 16 : 0);
+    cp_async16(vs + j * kStride + 8 * c, a.v.data + kv * a.v.nb[1] + kk * a.v.nb[2] + 16 * c, in ? 16 : 0);
+  }
+}
+
+// Mask entries of keys [j0, j0 + kKeys) for tokens t0 .. t0 + nt - 1 into ms[token][key] (zeros
+// past the mask's row).
+__device__ void issue_mask(const MmaArgs& a, int64_t t0, int nt, int64_t j0, float* ms) {
+  const int64_t n = a.mask.ne[0];
+  if (a.mask_vec) {
+    for (int idx = threadIdx.x; idx < nt * (kKeys / 4); idx += kThreads) {
+      const int t = idx / (kKeys / 4), c = idx % (kKeys / 4);
+      const int64_t key = j0 + 4 * c;
+      const int bytes = static_cast<int>(max(int64_t{0}, min(int64_t{4}, n - key))) * 4;
+      const char* src = a.mask.data + (t0 + t) * a.mask.nb[1] + (bytes > 0 ? key * 4 : 0);
+      cp_async16(ms + t * kKeys + 4 * c, src, bytes);
+    }
+    return;
+  }
+  for (int idx = threadIdx.x; idx < nt * kKeys; idx += kThreads) {
+    const int t = idx / kKeys, j = idx % kKeys;
+    const int64_t key = j0 + j;
+    const char* src = a.mask.data + (t0 + t) * a.mask.nb[1] + (key < n ? key * 4 : 0);
+    cp_async4(ms + t * kKeys + j, src, key < n ? 4 : 0);
+  }
+}
+
+// A warp's 16 rows: S = Q K^T for the tile (8 n-tiles of 8 keys), Q as hi (+ lo) halves.
+template <int D, bool kSplit>
+__device__ __forceinline__ void scores(const __half* qh, const __half* ql, const __half* ks, float (&s)[kKeys / 8][4]) {
+  constexpr int kStride = Layout<D>::kStride;
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int j = 0; j < kKeys / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+  const int qoff = (lane % 16) * kStride + (lane / 16) * 8;
+  const int koff = ((lane % 8) + (lane / 16) * 8) * kStride + ((lane / 8) % 2) * 8;
+#pragma unroll 2
+  for (int k0 = 0; k0 < D; k0 += 16) {
+    uint32_t ah[4], al[4];
+    ldsm_x4(ah, qh + qoff + k0);
+    if constexpr (kSplit) ldsm_x4(al, ql + qoff + k0);
+#pragma unroll
+    for (int np = 0; np < kKeys / 16; ++np) {
+      uint32_t b[4];
+      ldsm_x4(b, ks + np * 16 * kStride + koff + k0);
+      mma_f16(s[2 * np], ah, b[0], b[1]);
+      mma_f16(s[2 * np + 1], ah, b[2], b[3]);
+      if constexpr (kSplit) {
+        mma_f16(s[2 * np], al, b[0], b[1]);
+        mma_f16(s[2 * np + 1], al, b[2], b[3]);
+      }
+    }
+  }
+}
+
+// A warp's rows g and g + 8 (lane = 4 g + t): running max, sum and the output accumulators.
+template <int D>
+struct RowState {
+  float m[2] = {-INFINITY, -INFINITY};
+  float l[2] = {0.0f, 0.0f};
+  float o[D / 8][4] = {};
+};
+
+// Online softmax of the tile's scores, in place: s becomes P (0 where masked or past the span).
+template <int D>
+__device__ __forceinline__ void softmax_tile(const MmaArgs& a, int64_t j0, const int64_t (&end)[2],
+                                             const float* (&mrow)[2], float (&s)[kKeys / 8][4], RowState<D>& st) {
+  const int t = threadIdx.x % 4;
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int j = 0; j < kKeys / 8; ++j)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int r = c / 2, kj = 8 * j + 2 * t + c % 2;
+      const bool live = j0 + kj < end[r];
+      const float x = live ? s[j][c] * a.scale + (a.has_mask ? mrow[r][kj] : 0.0f) : -INFINITY;
+      s[j][c] = x;
+      mx[r] = fmaxf(mx[r], x);
+    }
+  float corr[2], mn[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(kFullMask, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(kFullMask, mx[r], 2));
+    mn[r] = fmaxf(st.m[r], mx[r]);
+    corr[r] = mn[r] == -INFINITY || st.m[r] == mn[r] ? 1.0f : (st.m[r] == -INFINITY ? 0.0f : expf(st.m[r] - mn[r]));
+  }
+#pragma unroll
+  for (int j = 0; j < kKeys / 8; ++j)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int r = c / 2;
+      const float p = s[j][c] == -INFINITY ? 0.0f : expf(s[j][c] - mn[r]);
+      s[j][c] = p;
+      sum[r] += p;
+    }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    sum[r] += __shfl_xor_sync(kFullMask, sum[r], 1);
+    sum[r] += __shfl_xor_sync(kFullMask, sum[r], 2);
+    st.l[r] = st.l[r] * corr[r] + sum[r];
+    st.m[r] = mn[r];
+  }
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    st.o[n][0] *= corr[0], st.o[n][1] *= corr[0];
+    st.o[n][2] *= corr[1], st.o[n][3] *= corr[1];
+  }
+}
+
+// O += P V over the tile: P from the score registers (two n-tiles make one A operand), V as the
+// B operand through transposing ldmatrix.
+template <int D, bool kSplit>
+__device__ __forceinline__ void accumulate_pv(const float (&p)[kKeys / 8][4], const __half* vs, RowState<D>& st) {
+  constexpr int kStride = Layout<D>::kStride;
+  const int lane = threadIdx.x % 32;
+  const int voff = ((lane % 8) + ((lane / 8) % 2) * 8) * kStride + (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+    uint32_t ah[4], al[4];
+    split_half2(p[2 * kk][0], p[2 * kk][1], ah[0], al[0]);
+    split_half2(p[2 * kk][2], p[2 * kk][3], ah[1], al[1]);
+    split_half2(p[2 * kk + 1][0], p[2 * kk + 1][1], ah[2], al[2]);
+    split_half2(p[2 * kk + 1][2], p[2 * kk + 1][3], ah[3], al[3]);
+#pragma unroll
+    for (int np = 0; np < D / 16; ++np) {
+      uint32_t b[4];
+      ldsm_x4_trans(b, vs + kk * 16 * kStride + voff + np * 16);
+      mma_f16(st.o[2 * np], ah, b[0], b[1]);
+      mma_f16(st.o[2 * np + 1], ah, b[2], b[3]);
+      if constexpr (kSplit) {
+        mma_f16(st.o[2 * np], al, b[0], b[1]);
+        mma_f16(st.o[2 * np + 1], al, b[2], b[3]);
+      }
+    }
+  }
+}
+
+// O / l of rows g and g + 8 to out; rows with no live key get zeros.
+template <int D>
+__device__ void store_rows(const MmaArgs& a, int64_t kv, const int64_t (&row)[2], const RowState<D>& st) {
+  const int t = threadIdx.x % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (row[r] >= a.n_rows) continue;
+    const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
+    char* base = a.out.data + (kv * a.group + row[r] % a.group) * a.out.nb[1] + (row[r] / a.group) * a.out.nb[2];
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) store_plain(a.out.type, base + (8 * n + 2 * t + c) * a.out.nb[0], st.o[n][2 * r + c] * inv);
+  }
+}
+
+// grid (ceil(n_rows / kRows), Hkv), kThreads threads.
+template <int D, bool kSplit>
+__global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
+  using L = Layout<D>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __half* qh = reinterpret_cast<__half*>(smem_raw);
+  __half* ql = qh + L::kQ;
+  __half* kbuf = ql + L::kQ;        // [2][kKeys][kStride]
+  __half* vbuf = kbuf + 2 * L::kKv;  // [2][kKeys][kStride]
+  float* ms = reinterpret_cast<float*>(qh + L::kHalves);
+  int64_t* tok_end = reinterpret_cast<int64_t*>(ms + kMaxTokens * kKeys);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t kv = blockIdx.y, r0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t t0 = r0 / a.group;
+  const int nt = static_cast<int>((min(r0 + kRows, a.n_rows) - 1) / a.group - t0 + 1);
+  for (int i = warp; i < nt; i += kWarps) {
+    const int64_t e = span_end(a, t0 + i, lane);
+    if (lane == 0) tok_end[i] = e;
+  }
+  load_q<D>(a, kv, r0, qh, ql);
+  __syncthreads();
+  int64_t block_end = 0;
+  for (int i = 0; i < nt; ++i) block_end = max(block_end, tok_end[i]);
+  // This thread's rows g and g + 8 of its warp's 16.
+  const int g = lane / 4;
+  int64_t row[2], end[2];
+  const float* mrow[2];
+  for (int r = 0; r < 2; ++r) {
+    row[r] = r0 + warp * 16 + g + 8 * r;
+    const int ti = static_cast<int>(min(row[r], a.n_rows - 1) / a.group - t0);
+    end[r] = row[r] < a.n_rows ? tok_end[ti] : 0;
+    mrow[r] = ms + ti * kKeys;
+  }
+  int64_t warp_end = max(end[0], end[1]);
+  for (int off = 16; off > 0; off >>= 1) warp_end = max(warp_end, __shfl_xor_sync(kFullMask, warp_end, off));
+  const __half* qw_h = qh + warp * 16 * L::kStride;
+  const __half* qw_l = ql + warp * 16 * L::kStride;
+  RowState<D> st;
+  if (block_end > 0) {
+    issue_kv<D>(a, kv, 0, kbuf, vbuf);
+    if (a.has_mask) issue_mask(a, t0, nt, 0, ms);
+    cp_async_commit();
+  }
+  for (int64_t j0 = 0, i = 0; j0 < block_end; j0 += kKeys, ++i) {
+    cp_async_wait_all();
+    __syncthreads();  // tile i (and its mask) in place; tile i - 1's buffers free
+    const int b = static_cast<int>(i % 2);
+    if (j0 + kKeys < block_end) {
+      issue_kv<D>(a, kv, j0 + kKeys, kbuf + (1 - b) * L::kKv, vbuf + (1 - b) * L::kKv);
+      cp_async_commit();
+    }
+    const bool live = j0 < warp_end;  // warp-uniform: a tile past all of the warp's spans adds nothing
+    float s[kKeys / 8][4];
+    if (live) {
+      scores<D, kSplit>(qw_h, qw_l, kbuf + b * L::kKv, s);
+      softmax_tile<D>(a, j0, end, mrow, s, st);
+    }
+    __syncthreads();  // the mask tile is read
+    if (a.has_mask && j0 + kKeys < block_end) {
+      issue_mask(a, t0, nt, j0 + kKeys, ms);
+      cp_async_commit();
+    }
+    if (live) accumulate_pv<D, kSplit>(s, vbuf + b * L::kKv, st);
+  }
+  store_rows<D>(a, kv, row, st);
+}
+
+// Dense F16 rows on 16-byte boundaries.
+bool dense_f16_rows(const Tensor& t) {
+  return t.type == DType::F16 && t.nb[0] == 2 && (reinterpret_cast<uintptr_t>(t.data) | t.nb[1] | t.nb[2]) % 16 == 0;
+}
+
+template <int D, bool kSplit>
+bool launch(const Ctx& ctx, const MmaArgs& a) {
+  static_assert(Layout<D>::kBytes % 16 == 0);
+  constexpr int kBytes = static_cast<int>(Layout<D>::kBytes);
+  int optin = 0;
+  GL_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device));
+  if (kBytes > optin) return false;
+  GL_CUDA_CHECK(cudaFuncSetAttribute(attn_mma_kernel<D, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
+  const dim3 grid(static_cast<unsigned>(mm::ceil_div<int64_t>(a.n_rows, kRows)), static_cast<unsigned>(a.k.ne[1]));
+  attn_mma_kernel<D, kSplit><<<grid, kThreads, kBytes, ctx.stream>>>(a);
+  GL_CUDA_CHECK(cudaGetLastError());
+  return true;
+}
+
+template <int D>
+bool launch_precision(const Ctx& ctx, const MmaArgs& a) {
+  return ctx.precision == Precision::FAST ? launch<D, false>(ctx, a) : launch<D, true>(ctx, a);
+}
+
+}  // namespace
+
+bool flash_attn_mma_fits(const Tensor& dst) {
+  const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
+  const Tensor* mask = dst.src[3];
+  const int64_t d = q.ne[0];
+  if (d != 64 && d != 128 && d != 256) return false;
+  if (k.ne[0] != d || v.ne[0] != d || !dense_f16_rows(k) || !dense_f16_rows(v)) return false;
+  if (mask && (mask->type != DType::F32 || mask->nb[0] != 4)) return false;
+  return dst.type == DType::F32 && q.ne[1] % k.ne[1] == 0 && q.ne[3] == 1 && k.ne[1] <= 65535 &&
+         mm::ceil_div<int64_t>(q.ne[2] * (q.ne[1] / k.ne[1]), kRows) <= INT32_MAX;
+}
+
+bool flash_attn_mma(const Ctx& ctx, Tensor& dst) {
+  const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
+  const Tensor* mask = dst.src[3];
+  const SoftmaxParams p = dst.p<SoftmaxParams>();
+  const int group = static_cast<int>(q.ne[1] / k.ne[1]);
+  MmaArgs a{};
+  a.q = arg(q), a.k = arg(k), a.v = arg(v), a.out = arg(dst);
+  a.mask = mask ? arg(*mask) : TensorArg{};
+  a.has_mask = mask != nullptr;
+  a.causal = p.causal;
+  a.mask_vec = mask && (reinterpret_cast<uintptr_t>(mask->data) | mask->nb[1]) % 16 == 0;
+  a.scale = p.scale;
+  a.group = group;
+  a.n_rows = q.ne[2] * group;
+  switch (q.ne[0]) {
+    case 64: return launch_precision<64>(ctx, a);
+    case 128: return launch_precision<128>(ctx, a);
+    default: return launch_precision<256>(ctx, a);
+  }
+}
+
+}  // namespace gl::cuda
