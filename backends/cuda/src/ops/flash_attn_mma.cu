@@ -3,11 +3,14 @@
 // Why: the CUDA-core kernel (flash_attn_rows.cu) spends ~22 ms a layer on a 512-token prefill
 // at a 32k span; the products Q K^T and P V are what tensor cores are for.
 // How: a block takes 64 query rows (token, head) of one kv head, the heads of its GQA group token
-// after token, 16 rows per warp. Tiles of 64 keys of the F16 cache go to shared memory with
-// cp.async, the next tile in flight while this one is computed; with the mask's rows of the
-// block's tokens beside them. Per tile a warp computes S = Q K^T (16 x 64) as MMAs, the online
-// softmax on the accumulators in registers (a row lives in the 4 lanes of a quad), and O += P V
-// with P taken from those registers as the A operand.
+// after token. Tiles of 64 keys of the F16 cache go to shared memory with cp.async, the next tile
+// in flight while this one is computed, with the mask's rows of the block's tokens beside them.
+// Eight warps: warp w takes rows 16 (w % 4) .. + 15 and keys 32 (w / 4) .. + 31 of every tile, so
+// two warps share each row (8 warps an SM hide more latency than 4; the 255 registers of a
+// thread hold 16 rows x 256 outputs of its warp). Per tile a warp computes S = Q K^T (16 x 32)
+// as MMAs, the online softmax on the accumulators in registers (a row lives in the 4 lanes of a
+// quad), and O += P V with P taken from those registers as the A operand. At the end the two
+// warps of a row merge their states (max, sum, outputs) through shared memory.
 // Precision: Q and P are f32; the tensor cores take halves, so each is split as hi + lo (two
 // halves, ~22 bits of mantissa, mma_sync.cuh) and multiplied twice: the products are those of
 // f32 operands with the f16 cache to within f32 rounding, summed in f32. Under Precision::FAST
@@ -26,11 +29,12 @@
 namespace gl::cuda {
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kRows = 16 * kWarps;  // query rows per block
-constexpr int kKeys = 64;           // keys per tile
-constexpr int kMaxTokens = kRows;   // tokens of a block's rows (GQA group 1)
+constexpr int kRows = 64;          // query rows per block: 16 per warp, two warps a row
+constexpr int kKeys = 64;          // keys per tile
+constexpr int kWarpKeys = 32;      // keys of a tile per warp
+constexpr int kMaxTokens = kRows;  // tokens of a block's rows (GQA group 1)
 
 struct MmaArgs {
   TensorArg q, k, v, mask, out;
@@ -42,6 +46,8 @@ struct MmaArgs {
 
 // Shared memory of head size D, in halves then floats: Q hi and lo [kRows][kStride], K and V two
 // buffers each [kKeys][kStride], the mask tile [kMaxTokens][kKeys] and the tokens' span ends.
+// After the last tile the K and V buffers hold the second warps' states for the merge: outputs
+// [kRows][kStride] floats, then max and sum [kRows] each.
 template <int D>
 struct Layout {
   static constexpr int kStride = D + 8;  // 16 bytes of padding: ldmatrix rows fall in distinct banks
@@ -126,22 +132,25 @@ __device__ void issue_mask(const MmaArgs& a, int64_t t0, int nt, int64_t j0, flo
   }
 }
 
-// A warp's 16 rows: S = Q K^T for the tile (8 n-tiles of 8 keys), Q as hi (+ lo) halves.
+constexpr int kNt = kWarpKeys / 8;  // n-tiles of 8 keys per warp and tile
+
+// A warp's 16 rows: S = Q K^T for its kWarpKeys keys of the tile (ks: their first row), Q as hi
+// (+ lo) halves.
 template <int D, bool kSplit>
-__device__ __forceinline__ void scores(const __half* qh, const __half* ql, const __half* ks, float (&s)[kKeys / 8][4]) {
+__device__ __forceinline__ void scores(const __half* qh, const __half* ql, const __half* ks, float (&s)[kNt][4]) {
   constexpr int kStride = Layout<D>::kStride;
   const int lane = threadIdx.x % 32;
 #pragma unroll
-  for (int j = 0; j < kKeys / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+  for (int j = 0; j < kNt; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
   const int qoff = (lane % 16) * kStride + (lane / 16) * 8;
   const int koff = ((lane % 8) + (lane / 16) * 8) * kStride + ((lane / 8) % 2) * 8;
-#pragma unroll 2
+#pragma unroll 4
   for (int k0 = 0; k0 < D; k0 += 16) {
     uint32_t ah[4], al[4];
     ldsm_x4(ah, qh + qoff + k0);
     if constexpr (kSplit) ldsm_x4(al, ql + qoff + k0);
 #pragma unroll
-    for (int np = 0; np < kKeys / 16; ++np) {
+    for (int np = 0; np < kNt / 2; ++np) {
       uint32_t b[4];
       ldsm_x4(b, ks + np * 16 * kStride + koff + k0);
       mma_f16(s[2 * np], ah, b[0], b[1]);
@@ -154,7 +163,7 @@ __device__ __forceinline__ void scores(const __half* qh, const __half* ql, const
   }
 }
 
-// A warp's rows g and g + 8 (lane = 4 g + t): running max, sum and the output accumulators.
+// A warp's rows g and g + 8 (lane = 4 g + t) over its keys: running max, sum and outputs.
 template <int D>
 struct RowState {
   float m[2] = {-INFINITY, -INFINITY};
@@ -162,19 +171,20 @@ struct RowState {
   float o[D / 8][4] = {};
 };
 
-// Online softmax of the tile's scores, in place: s becomes P (0 where masked or past the span).
+// Online softmax of the warp's scores, in place: s becomes P (0 where masked or past the span).
+// k0: the tile's first key of this warp; mrow[r] + kk: the mask entry of key k0 + kk of row r.
 template <int D>
-__device__ __forceinline__ void softmax_tile(const MmaArgs& a, int64_t j0, const int64_t (&end)[2],
-                                             const float* (&mrow)[2], float (&s)[kKeys / 8][4], RowState<D>& st) {
+__device__ __forceinline__ void softmax_tile(const MmaArgs& a, int64_t k0, const int64_t (&end)[2],
+                                             const float* const (&mrow)[2], float (&s)[kNt][4], RowState<D>& st) {
   const int t = threadIdx.x % 4;
   float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-  for (int j = 0; j < kKeys / 8; ++j)
+  for (int j = 0; j < kNt; ++j)
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      const int r = c / 2, kj = 8 * j + 2 * t + c % 2;
-      const bool live = j0 + kj < end[r];
-      const float x = live ? s[j][c] * a.scale + (a.has_mask ? mrow[r][kj] : 0.0f) : -INFINITY;
+      const int r = c / 2, kk = 8 * j + 2 * t + c % 2;
+      const bool live = k0 + kk < end[r];
+      const float x = live ? s[j][c] * a.scale + (a.has_mask ? mrow[r][kk] : 0.0f) : -INFINITY;
       s[j][c] = x;
       mx[r] = fmaxf(mx[r], x);
     }
@@ -187,7 +197,7 @@ __device__ __forceinline__ void softmax_tile(const MmaArgs& a, int64_t j0, const
     corr[r] = mn[r] == -INFINITY || st.m[r] == mn[r] ? 1.0f : (st.m[r] == -INFINITY ? 0.0f : expf(st.m[r] - mn[r]));
   }
 #pragma unroll
-  for (int j = 0; j < kKeys / 8; ++j)
+  for (int j = 0; j < kNt; ++j)
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       const int r = c / 2;
@@ -209,15 +219,15 @@ __device__ __forceinline__ void softmax_tile(const MmaArgs& a, int64_t j0, const
   }
 }
 
-// O += P V over the tile: P from the score registers (two n-tiles make one A operand), V as the
-// B operand through transposing ldmatrix.
+// O += P V over the warp's keys (vs: their first V row): P from the score registers (two n-tiles
+// make one A operand), V as the B operand through transposing ldmatrix.
 template <int D, bool kSplit>
-__device__ __forceinline__ void accumulate_pv(const float (&p)[kKeys / 8][4], const __half* vs, RowState<D>& st) {
+__device__ __forceinline__ void accumulate_pv(const float (&p)[kNt][4], const __half* vs, RowState<D>& st) {
   constexpr int kStride = Layout<D>::kStride;
   const int lane = threadIdx.x % 32;
   const int voff = ((lane % 8) + ((lane / 8) % 2) * 8) * kStride + (lane / 16) * 8;
 #pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk) {
+  for (int kk = 0; kk < kNt / 2; ++kk) {
     uint32_t ah[4], al[4];
     split_half2(p[2 * kk][0], p[2 * kk][1], ah[0], al[0]);
     split_half2(p[2 * kk][2], p[2 * kk][3], ah[1], al[1]);
@@ -233,6 +243,38 @@ __device__ __forceinline__ void accumulate_pv(const float (&p)[kKeys / 8][4], co
         mma_f16(st.o[2 * np], al, b[0], b[1]);
         mma_f16(st.o[2 * np + 1], al, b[2], b[3]);
       }
+    }
+  }
+}
+
+// The second warp of each row (half 1) leaves its state in shared memory (xo, xm, xl at block row
+// lr[r]); the first (half 0) takes it into its own: the two online softmax states as one.
+template <int D>
+__device__ void merge_halves(int half, const int (&lr)[2], float* xo, float* xm, float* xl, RowState<D>& st) {
+  constexpr int kStride = Layout<D>::kStride;
+  const int t = threadIdx.x % 4;
+  if (half == 1) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+        *reinterpret_cast<float2*>(xo + lr[r] * kStride + 8 * n + 2 * t) = make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
+      if (t == 0) xm[lr[r]] = st.m[r], xl[lr[r]] = st.l[r];
+    }
+  }
+  __syncthreads();
+  if (half == 1) return;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float m1 = xm[lr[r]], m = fmaxf(st.m[r], m1);
+    const float c0 = st.m[r] == -INFINITY ? 0.0f : expf(st.m[r] - m);
+    const float c1 = m1 == -INFINITY ? 0.0f : expf(m1 - m);
+    st.l[r] = st.l[r] * c0 + xl[lr[r]] * c1;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      const float2 o1 = *reinterpret_cast<const float2*>(xo + lr[r] * kStride + 8 * n + 2 * t);
+      st.o[n][2 * r] = st.o[n][2 * r] * c0 + o1.x * c1;
+      st.o[n][2 * r + 1] = st.o[n][2 * r + 1] * c0 + o1.y * c1;
     }
   }
 }
@@ -260,11 +302,12 @@ __global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __half* qh = reinterpret_cast<__half*>(smem_raw);
   __half* ql = qh + L::kQ;
-  __half* kbuf = ql + L::kQ;        // [2][kKeys][kStride]
+  __half* kbuf = ql + L::kQ;         // [2][kKeys][kStride]
   __half* vbuf = kbuf + 2 * L::kKv;  // [2][kKeys][kStride]
   float* ms = reinterpret_cast<float*>(qh + L::kHalves);
   int64_t* tok_end = reinterpret_cast<int64_t*>(ms + kMaxTokens * kKeys);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int quarter = warp % 4, half = warp / 4;  // rows 16 quarter .. + 15, keys 32 half .. + 31 of a tile
   const int64_t kv = blockIdx.y, r0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int64_t t0 = r0 / a.group;
   const int nt = static_cast<int>((min(r0 + kRows, a.n_rows) - 1) / a.group - t0 + 1);
@@ -278,18 +321,21 @@ __global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
   for (int i = 0; i < nt; ++i) block_end = max(block_end, tok_end[i]);
   // This thread's rows g and g + 8 of its warp's 16.
   const int g = lane / 4;
+  int lr[2];
   int64_t row[2], end[2];
   const float* mrow[2];
   for (int r = 0; r < 2; ++r) {
-    row[r] = r0 + warp * 16 + g + 8 * r;
+    lr[r] = quarter * 16 + g + 8 * r;
+    row[r] = r0 + lr[r];
     const int ti = static_cast<int>(min(row[r], a.n_rows - 1) / a.group - t0);
     end[r] = row[r] < a.n_rows ? tok_end[ti] : 0;
-    mrow[r] = ms + ti * kKeys;
+    mrow[r] = ms + ti * kKeys + half * kWarpKeys;
   }
   int64_t warp_end = max(end[0], end[1]);
   for (int off = 16; off > 0; off >>= 1) warp_end = max(warp_end, __shfl_xor_sync(kFullMask, warp_end, off));
-  const __half* qw_h = qh + warp * 16 * L::kStride;
-  const __half* qw_l = ql + warp * 16 * L::kStride;
+  const __half* qw_h = qh + quarter * 16 * L::kStride;
+  const __half* qw_l = ql + quarter * 16 * L::kStride;
+  const int kv_off = half * kWarpKeys * L::kStride;  // this warp's first K / V row of a tile
   RowState<D> st;
   if (block_end > 0) {
     issue_kv<D>(a, kv, 0, kbuf, vbuf);
@@ -304,20 +350,24 @@ __global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
       issue_kv<D>(a, kv, j0 + kKeys, kbuf + (1 - b) * L::kKv, vbuf + (1 - b) * L::kKv);
       cp_async_commit();
     }
-    const bool live = j0 < warp_end;  // warp-uniform: a tile past all of the warp's spans adds nothing
-    float s[kKeys / 8][4];
+    const int64_t k0 = j0 + half * kWarpKeys;
+    const bool live = k0 < warp_end;  // warp-uniform: keys past all of the warp's spans add nothing
+    float s[kNt][4];
     if (live) {
-      scores<D, kSplit>(qw_h, qw_l, kbuf + b * L::kKv, s);
-      softmax_tile<D>(a, j0, end, mrow, s, st);
+      scores<D, kSplit>(qw_h, qw_l, kbuf + b * L::kKv + kv_off, s);
+      softmax_tile<D>(a, k0, end, mrow, s, st);
     }
     __syncthreads();  // the mask tile is read
     if (a.has_mask && j0 + kKeys < block_end) {
       issue_mask(a, t0, nt, j0 + kKeys, ms);
       cp_async_commit();
     }
-    if (live) accumulate_pv<D, kSplit>(s, vbuf + b * L::kKv, st);
+    if (live) accumulate_pv<D, kSplit>(s, vbuf + b * L::kKv + kv_off, st);
   }
-  store_rows<D>(a, kv, row, st);
+  __syncthreads();  // the last tile is consumed: its buffers take the merge
+  float* xo = reinterpret_cast<float*>(kbuf);
+  merge_halves<D>(half, lr, xo, xo + kRows * L::kStride, xo + kRows * L::kStride + kRows, st);
+  if (half == 0) store_rows<D>(a, kv, row, st);
 }
 
 // Dense F16 rows on 16-byte boundaries.
@@ -328,6 +378,7 @@ bool dense_f16_rows(const Tensor& t) {
 template <int D, bool kSplit>
 bool launch(const Ctx& ctx, const MmaArgs& a) {
   static_assert(Layout<D>::kBytes % 16 == 0);
+  static_assert(kRows * (Layout<D>::kStride + 2) * sizeof(float) <= 4 * Layout<D>::kKv * sizeof(__half));
   constexpr int kBytes = static_cast<int>(Layout<D>::kBytes);
   int optin = 0;
   GL_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device));
