@@ -370,11 +370,17 @@ bool fits_int(const Tensor& t) {
   return true;
 }
 
-// Few activation rows, or an F32 weight matrix too narrow for matmul_f32.cu's tiles (the shared
-// expert's gate [H, 1]: read once per 8 rows from L2, 13 us at pp512 against cuBLAS's 130).
+// Few activation rows, or a weight matrix of a few outputs read once per 8 rows from L2: an F32 one
+// too narrow for matmul_f32.cu's tiles (the shared expert's gate [H, 1]: 13 us at pp512 against
+// cuBLAS's 130), or a 16-bit / quantized one of up to kNarrowOutputs (the Gated DeltaNet's alpha
+// and beta projections [4096, 32]: cuBLAS took 32 us each at pp512, converting the activations
+// first; here no conversion).
+constexpr int64_t kNarrowOutputs = 64;
+
 bool gemv_path(const Tensor& w, const Tensor& x) {
-  return x.ne[1] <= mm::kGemvMaxRows ||
-         (w.type == DType::F32 && w.ne[1] < mm::kF32TiledMinRows && nbytes(w) <= mm::kF32TiledMaxBytes);
+  if (x.ne[1] <= mm::kGemvMaxRows) return true;
+  if (nbytes(w) > mm::kF32TiledMaxBytes) return false;
+  return w.type == DType::F32 ? w.ne[1] < mm::kF32TiledMinRows : w.ne[1] <= kNarrowOutputs;
 }
 
 }  // namespace
