@@ -92,6 +92,13 @@ TEST_P(CudaModelTest, F16KvCacheGreedyAndMtpParity) {
   EXPECT_EQ(f16_kv_tokens_with_mtp_parity(*model_, *gpu_, cfg, fx_->prompt, 64), generate(0, 64)) << "F16 vs F32 cache";
 }
 
+// Prefill over an exact causal span (no mask) equals the masked one on the device too: the F32 cache
+// takes flash_attn_rows.cu, the F16 cache the tensor cores (flash_attn_mma.cu).
+TEST_P(CudaModelTest, CausalSpanEqualsMaskedSpan) {
+  expect_causal_span_equals_masked(*model_, *gpu_, fx_->prompt, fx_->greedy.front(), DType::F32);
+  expect_causal_span_equals_masked(*model_, *gpu_, fx_->prompt, fx_->greedy.front(), DType::F16);
+}
+
 GL_INSTANTIATE_FOR_FIXTURES(CudaModelTest);
 
 }  // namespace

@@ -83,6 +83,25 @@ std::vector<int32_t> f16_kv_tokens_with_mtp_parity(const qwen35::Model& m, Backe
   return plain;
 }
 
+void expect_causal_span_equals_masked(const qwen35::Model& m, Backend& be, const std::vector<int32_t>& prompt,
+                                      int32_t next, DType kv_type) {
+  const int n = static_cast<int>(prompt.size()), n_ctx = 65536;
+  ASSERT_TRUE(qwen35::attention_span(0, n, n_ctx, n_ctx).causal) << "the wide bucket takes the causal path";
+  ASSERT_FALSE(qwen35::attention_span(0, n, n_ctx, 64).causal) << "the narrow bucket keeps the mask";
+  qwen35::Runner causal(m, be, n_ctx, n_ctx, kv_type);
+  qwen35::Runner masked(m, be, n_ctx, 64, kv_type);
+  std::vector<int32_t> rows(prompt.size());
+  for (int i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = i;
+  auto a = causal.eval(prompt, rows);
+  auto b = masked.eval(prompt, rows);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b) << "prefill logits, " << dtype_name(kv_type) << " cache";
+  auto da = causal.eval(std::span(&next, 1), std::vector<int32_t>{0});
+  auto db = masked.eval(std::span(&next, 1), std::vector<int32_t>{0});
+  ASSERT_TRUE(da.ok() && db.ok());
+  EXPECT_EQ(*da, *db) << "decode logits after it, " << dtype_name(kv_type) << " cache";
+}
+
 double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   GL_ASSERT(a.size() == b.size(), "size mismatch");
   double num = 0.0, den = 0.0;

@@ -39,6 +39,12 @@ std::vector<int32_t> session_tokens(const qwen35::Model& m, Backend& be, const q
 std::vector<int32_t> f16_kv_tokens_with_mtp_parity(const qwen35::Model& m, Backend& be, qwen35::RunConfig cfg,
                                                    const std::vector<int32_t>& prompt, int n);
 
+// A prefill of the prompt whose mask would be large (a wide KV bucket) runs over its exact span with
+// causal attention and no mask: its all-row logits, and the next decode step's, must equal those of
+// the masked step over a narrow bucket, bit for bit, on backend be with a kv_type cache.
+void expect_causal_span_equals_masked(const qwen35::Model& m, Backend& be, const std::vector<int32_t>& prompt,
+                                      int32_t next, DType kv_type);
+
 // max |a - b| / max |b|
 double rel_error(const std::vector<float>& a, const std::vector<float>& b);
 

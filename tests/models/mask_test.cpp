@@ -21,8 +21,8 @@ TEST(CausalMask, KeptBufferEqualsAFreshMaskAfterEveryCall) {
   struct Call {
     int n_kv, n_rows, pos0;
   };
-  const Call calls[] = {{40, 5, 3},  {40, 5, 10}, {40, 5, 2},  {40, 5, 38}, {40, 5, 36},
-                        {48, 5, 4},  {48, 3, 4},  {48, 3, 47}, {48, 3, 0},  {40, 5, 0}};
+  const Call calls[] = {{40, 5, 3}, {40, 5, 10}, {40, 5, 2},  {40, 5, 38}, {40, 5, 36},
+                        {48, 5, 4}, {48, 3, 4},  {48, 3, 47}, {48, 3, 0},  {40, 5, 0}};
   for (const Call& c : calls) {
     const std::vector<float>& got = detail::causal_mask(c.n_kv, c.n_rows, c.pos0);
     EXPECT_EQ(got, fresh_mask(c.n_kv, c.n_rows, c.pos0))

@@ -121,6 +121,14 @@ TEST_P(Qwen35Test, ChunkedPrefillEqualsOneShot) {
   EXPECT_LT(rel_error(got, *want), 1e-5);
 }
 
+// A prefill chunk whose mask would be large (a wide KV bucket here; deep in a long context in use)
+// runs over its exact span with causal attention and no mask, giving the masked step's bits.
+TEST_P(Qwen35Test, CausalSpanEqualsMaskedSpan) {
+  ASSERT_GT(static_cast<int>(fx_->prompt.size()), qwen35::kCausalMinTokens);
+  expect_causal_span_equals_masked(*model_, *cpu_, fx_->prompt, fx_->greedy.front(), DType::F32);
+  expect_causal_span_equals_masked(*model_, *cpu_, fx_->prompt, fx_->greedy.front(), DType::F16);
+}
+
 // Rolling a verify step back to each accepted row restores exactly the state that decoding only
 // the accepted tokens produces: the next token's logits are bit-identical.
 TEST_P(Qwen35Test, VerifyRollbackRestoresState) {

@@ -75,7 +75,9 @@ Tensor* attention(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* k_cache,
   Tensor* K = view_3d(c, kc, hd, nkv, nkv_span, hd * ke, hd * nkv * ke, 0);  // [hd, nkv, n_kv]
   Tensor* V = view_3d(c, vc, hd, nkv, nkv_span, hd * ve, hd * nkv * ve, 0);
   // GQA: query head h reads kv head h / (nh / nkv). One fused op: no score matrix, no V copy.
-  Tensor* o = named(flash_attn(c, q, K, V, s.in.kq_mask, 1.0f / std::sqrt(static_cast<float>(hd))), "attn", il);
+  // No mask: the span ends at the step's last token (StepShape::causal), so causal attention is it.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  Tensor* o = named(flash_attn(c, q, K, V, s.in.kq_mask, scale, s.in.kq_mask == nullptr), "attn", il);
   o = named(mul(c, o, sigmoid(c, gate)), "attn_gated", il);
   return named(mul_mat(c, w.wo, reshape(c, o, {hd * nh, T})), "attn_out", il);
 }

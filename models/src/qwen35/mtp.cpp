@@ -39,12 +39,13 @@ MtpGraph build_mtp_step(const Model& m, MtpCache& mc, const Handoff& io, const M
   g.in.tokens = c.new_tensor(DType::I32, {R}, "mtp_inp_tokens");
   g.in.pos = c.new_tensor(DType::I32, {R}, "mtp_inp_pos");
   g.in.h_rows = c.new_tensor(DType::I32, {R}, "mtp_inp_h_rows");
-  g.in.kq_mask = c.new_tensor(DType::F32, {shape.n_kv, R}, "mtp_inp_kq_mask");
+  if (!shape.causal) g.in.kq_mask = c.new_tensor(DType::F32, {shape.n_kv, R}, "mtp_inp_kq_mask");
   g.in.out_ids = c.new_tensor(DType::I32, {std::max(shape.n_outputs, 1)}, "mtp_inp_out_ids");
-  for (Tensor* t : {g.in.tokens, g.in.pos, g.in.h_rows, g.in.kq_mask, g.in.out_ids}) t->flags |= TENSOR_INPUT;
+  for (Tensor* t : {g.in.tokens, g.in.pos, g.in.h_rows, g.in.kq_mask, g.in.out_ids})
+    if (t) t->flags |= TENSOR_INPUT;
 
   std::vector<Tensor*> effects;
-  StepShape step{.n_tokens = R, .n_kv = shape.n_kv, .n_outputs = 1};
+  StepShape step{.n_tokens = R, .n_kv = shape.n_kv, .n_outputs = 1, .causal = shape.causal};
   StepInputs sin{.tokens = g.in.tokens, .pos = g.in.pos, .kq_mask = g.in.kq_mask, .out_ids = g.in.out_ids};
   detail::StepCtx s{c, hp, step, sin, effects};
   const int il = hp.n_layer;
@@ -86,13 +87,13 @@ void fill_mtp_inputs(const MtpGraph& g, Executor& ex, const int32_t* tokens, int
     pos[i] = pos0 + i;
     rows[i] = h_row0 + i;
   }
-  const std::vector<float>& mask = detail::causal_mask(n_kv, R, pos0);
   std::vector<int32_t> outs(static_cast<size_t>(std::max(g.shape.n_outputs, 1)));
   for (size_t i = 0; i < outs.size(); ++i) outs[i] = R - static_cast<int32_t>(outs.size()) + static_cast<int32_t>(i);
   ex.set_input(*g.in.tokens, tokens);
   ex.set_input(*g.in.pos, pos.data());
   ex.set_input(*g.in.h_rows, rows.data());
-  ex.set_input(*g.in.kq_mask, mask.data());
+  GL_ASSERT(!g.shape.causal || n_kv == pos0 + R, "a causal MTP step's span ends at its last row");
+  if (g.in.kq_mask) ex.set_input(*g.in.kq_mask, detail::causal_mask(n_kv, R, pos0).data());
   if (g.shape.n_outputs > 0) ex.set_input(*g.in.out_ids, outs.data());
 }
 

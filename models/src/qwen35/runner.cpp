@@ -25,7 +25,7 @@ Runner::Runner(const Model& m, Handoff& io, int n_ctx, int kv_bucket, DType kv_t
       kv_bucket_(kv_bucket) {}
 
 StepGraph& Runner::step_for(const StepShape& sh) {
-  const auto key = std::make_tuple(sh.n_tokens, sh.n_kv, sh.n_outputs, sh.n_states, sh.hidden_all);
+  const auto key = std::make_tuple(sh.n_tokens, sh.n_kv, sh.n_outputs, sh.n_states, sh.hidden_all, sh.causal);
   auto it = steps_.find(key);
   if (it == steps_.end())
     it = steps_.emplace(key, build_step(m_, cache_, sh, sh.hidden_all ? io_.hidden() : nullptr)).first;
@@ -47,7 +47,9 @@ Status Runner::check_tokens(std::span<const int32_t> tokens, int n_steps) const 
 StepShape Runner::shape_for(int n_tokens, int n_outputs, const EvalOptions& opt) const {
   StepShape sh;
   sh.n_tokens = n_tokens;
-  sh.n_kv = std::min(cache_.n_ctx(), (cache_.n_past + n_tokens + kv_bucket_ - 1) / kv_bucket_ * kv_bucket_);
+  const AttnSpan span = attention_span(cache_.n_past, n_tokens, cache_.n_ctx(), kv_bucket_);
+  sh.n_kv = span.n_kv;
+  sh.causal = span.causal;
   sh.n_outputs = n_outputs;
   sh.n_states = opt.keep_states ? n_tokens : 1;
   sh.hidden_all = opt.hidden_all;

@@ -65,9 +65,8 @@ Result<std::unique_ptr<Session>> Session::create(const Model& m, Backend& backen
   return s;
 }
 
-int Session::kv_span(int n_positions) const {
-  const int b = cfg_.kv_bucket;
-  return std::min(cfg_.n_ctx, (n_positions + b - 1) / b * b);
+AttnSpan Session::kv_span(int pos0, int n_rows) const {
+  return attention_span(pos0, n_rows, cfg_.n_ctx, cfg_.kv_bucket);
 }
 
 int32_t Session::pick(std::span<const float> logits) { return sampler_.sample(logits); }
@@ -126,8 +125,13 @@ Result<int32_t> Session::step_token(std::span<const int32_t> tokens, int row, co
 Status Session::prefill_mtp_chunk(int start, int len, bool last_chunk) {
   const int rows = last_chunk ? len - 1 : len;
   if (rows > 0) {
-    MtpGraph& g = mtp_step(
-        {.n_rows = rows, .n_kv = kv_span(start + rows), .from_trunk = true, .n_outputs = 0, .tap = cfg_.mtp_tap});
+    const AttnSpan span = kv_span(start, rows);
+    MtpGraph& g = mtp_step({.n_rows = rows,
+                            .n_kv = span.n_kv,
+                            .from_trunk = true,
+                            .n_outputs = 0,
+                            .tap = cfg_.mtp_tap,
+                            .causal = span.causal});
     Executor& ex = io_->executor();
     GL_TRY(ex.allocate(g.graph));
     fill_mtp_inputs(g, ex, tokens_.data() + start + 1, start, 0);
@@ -139,19 +143,21 @@ Status Session::prefill_mtp_chunk(int start, int len, bool last_chunk) {
 }
 
 MtpGraph& Session::mtp_step(const MtpShape& sh) {
-  const auto key = std::make_tuple(sh.n_rows, sh.n_kv, sh.from_trunk, sh.n_outputs, sh.confidence);
+  const auto key = std::make_tuple(sh.n_rows, sh.n_kv, sh.from_trunk, sh.n_outputs, sh.confidence, sh.causal);
   auto it = mtp_steps_.find(key);
   if (it == mtp_steps_.end()) it = mtp_steps_.emplace(key, build_mtp_step(m_, *mtp_, *io_, sh)).first;
   return it->second;
 }
 
 Result<Session::Draft> Session::draft(int n_rows, bool from_trunk, const int32_t* tokens, int pos0, int h_row0) {
+  const AttnSpan span = kv_span(pos0, n_rows);
   MtpGraph& g = mtp_step({.n_rows = n_rows,
-                          .n_kv = kv_span(pos0 + n_rows),
+                          .n_kv = span.n_kv,
                           .from_trunk = from_trunk,
                           .n_outputs = 1,
                           .tap = cfg_.mtp_tap,
-                          .confidence = adaptive()});
+                          .confidence = adaptive(),
+                          .causal = span.causal});
   Executor& ex = io_->executor();
   GL_TRY(ex.allocate(g.graph));
   fill_mtp_inputs(g, ex, tokens, pos0, h_row0);

@@ -1,6 +1,7 @@
 // step.cpp - the trunk step graph: embeddings, hybrid layers, output-row slicing, LM head.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "ggml-lite/executor.h"
@@ -13,13 +14,22 @@ StepInputs make_inputs(Context& c, const StepShape& sh) {
   StepInputs in;
   in.tokens = c.new_tensor(DType::I32, {sh.n_tokens}, "inp_tokens");
   in.pos = c.new_tensor(DType::I32, {sh.n_tokens}, "inp_pos");
-  in.kq_mask = c.new_tensor(DType::F32, {sh.n_kv, sh.n_tokens}, "inp_kq_mask");
+  if (!sh.causal) in.kq_mask = c.new_tensor(DType::F32, {sh.n_kv, sh.n_tokens}, "inp_kq_mask");
   in.out_ids = c.new_tensor(DType::I32, {sh.n_outputs}, "inp_out_ids");
-  for (Tensor* t : {in.tokens, in.pos, in.kq_mask, in.out_ids}) t->flags |= TENSOR_INPUT;
+  for (Tensor* t : {in.tokens, in.pos, in.kq_mask, in.out_ids})
+    if (t) t->flags |= TENSOR_INPUT;
   return in;
 }
 
 }  // namespace
+
+AttnSpan attention_span(int n_past, int n_tokens, int n_ctx, int bucket) {
+  const int end = n_past + n_tokens;
+  const int bucketed = std::min(n_ctx, (end + bucket - 1) / bucket * bucket);
+  const int64_t mask_bytes = int64_t{bucketed} * n_tokens * int64_t{sizeof(float)};
+  if (n_tokens > kCausalMinTokens && mask_bytes > kMaskMaxBytes) return {end, true};
+  return {bucketed, false};
+}
 
 StepGraph build_step(const Model& m, Cache& cache, const StepShape& shape, Tensor* hidden_sink) {
   const Hparams& hp = m.hparams();
@@ -78,10 +88,10 @@ void fill_step_inputs(const StepGraph& g, Executor& ex, const int32_t* tokens, i
   const StepShape& sh = g.shape;
   std::vector<int32_t> pos(static_cast<size_t>(sh.n_tokens));
   for (int i = 0; i < sh.n_tokens; ++i) pos[i] = n_past + i;
-  const std::vector<float>& mask = detail::causal_mask(sh.n_kv, sh.n_tokens, n_past);
+  GL_ASSERT(!sh.causal || sh.n_kv == n_past + sh.n_tokens, "a causal step's span ends at its last token");
   ex.set_input(*g.in.tokens, tokens);
   ex.set_input(*g.in.pos, pos.data());
-  ex.set_input(*g.in.kq_mask, mask.data());
+  if (g.in.kq_mask) ex.set_input(*g.in.kq_mask, detail::causal_mask(sh.n_kv, sh.n_tokens, n_past).data());
   ex.set_input(*g.in.out_ids, out_rows);
 }
 

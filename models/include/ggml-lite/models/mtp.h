@@ -49,13 +49,14 @@ struct MtpShape {
   int n_outputs = 1;       // LM head rows: the last n_outputs rows (0: none; 1: the drafting row)
   MtpTap tap = kQwen35MtpTap;
   bool confidence = false;  // with n_outputs 1: also the draft's probability (p_draft)
+  bool causal = false;      // n_kv is exactly pos0 + n_rows: causal attention, no mask (attention_span)
 };
 
 struct MtpInputs {
   Tensor* tokens = nullptr;   // I32 [n_rows]: x_{t+1} of each row
   Tensor* pos = nullptr;      // I32 [n_rows]: t, also the MTP cache slot
   Tensor* h_rows = nullptr;   // I32 [n_rows]: which rows of the hidden source to read
-  Tensor* kq_mask = nullptr;  // F32 [n_kv, n_rows]
+  Tensor* kq_mask = nullptr;  // F32 [n_kv, n_rows] (null: causal)
   Tensor* out_ids = nullptr;  // I32 [n_outputs]: the last rows (the drafting row last)
 };
 

@@ -142,12 +142,26 @@ struct StepShape {
   int n_outputs = 1;        // rows that need logits
   int n_states = 1;         // GDN states kept per token at the end of the step (K+1 for verify)
   bool hidden_all = false;  // keep the pre-norm hidden state of every row (MTP); else slice early
+  bool causal = false;      // n_kv is exactly n_past + n_tokens: causal attention, no mask input
 };
+
+// The attention span of a step of n_tokens rows at position n_past: rounded up to a bucket, so
+// that steps share graphs (decode, verify, drafts), or, for a prefill chunk (more than
+// kCausalMinTokens rows) whose [span, n_tokens] F32 mask would pass kMaskMaxBytes (68 MB for 512
+// rows at a 32k span: writing and uploading it cost a quarter of the step on the H100), exactly
+// n_past + n_tokens with causal attention and no mask. Such a chunk's graph is built for its span.
+struct AttnSpan {
+  int n_kv = 0;
+  bool causal = false;
+};
+inline constexpr int64_t kMaskMaxBytes = int64_t{4} << 20;
+inline constexpr int kCausalMinTokens = 16;
+AttnSpan attention_span(int n_past, int n_tokens, int n_ctx, int bucket);
 
 struct StepInputs {
   Tensor* tokens = nullptr;   // I32 [n_tokens]
   Tensor* pos = nullptr;      // I32 [n_tokens] positions, also the cache slots
-  Tensor* kq_mask = nullptr;  // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere
+  Tensor* kq_mask = nullptr;  // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere (null: causal)
   Tensor* out_ids = nullptr;  // I32 [n_outputs]: rows that get logits
 };
 

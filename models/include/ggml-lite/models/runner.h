@@ -69,7 +69,7 @@ class Runner {
   Cache cache_;
   Executor& ex_;  // io_'s
   int kv_bucket_;
-  std::map<std::tuple<int, int, int, int, bool>, StepGraph> steps_;
+  std::map<std::tuple<int, int, int, int, bool, bool>, StepGraph> steps_;
   StepGraph* last_ = nullptr;
   int last_start_ = 0;  // n_past before the last step
 };

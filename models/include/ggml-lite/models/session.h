@@ -103,7 +103,7 @@ class Session {
   };
   Result<Draft> draft(int n_rows, bool from_trunk, const int32_t* tokens, int pos0, int h_row0);
   MtpGraph& mtp_step(const MtpShape& shape);
-  int kv_span(int n_positions) const;
+  AttnSpan kv_span(int pos0, int n_rows) const;
   int32_t pick(std::span<const float> logits);
   int32_t check_draft(int32_t d, std::span<const float> logits);
 
@@ -112,7 +112,7 @@ class Session {
   std::unique_ptr<Handoff> io_;  // the executor and hidden rows the trunk and the MTP head share
   Runner runner_;
   std::unique_ptr<MtpCache> mtp_;
-  std::map<std::tuple<int, int, bool, int, bool>, MtpGraph> mtp_steps_;
+  std::map<std::tuple<int, int, bool, int, bool, bool>, MtpGraph> mtp_steps_;
   Sampler sampler_;
   std::vector<int32_t> tokens_;  // prompt + emitted; the last one is not yet in the trunk
   std::deque<int32_t> pending_;  // emitted but not yet returned by next()
