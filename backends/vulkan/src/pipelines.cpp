@@ -48,6 +48,28 @@ std::span<const uint32_t> spirv(Shader s) {
   return {};
 }
 
+const char* shader_name(Shader s) {
+  switch (s) {
+    case Shader::ELEMENTWISE: return "elementwise";
+    case Shader::NORM: return "norm";
+    case Shader::SOFTMAX: return "softmax";
+    case Shader::ROPE: return "rope";
+    case Shader::ROWS: return "rows";
+    case Shader::COPY: return "copy";
+    case Shader::REDUCE: return "reduce";
+    case Shader::SSM_CONV: return "ssm_conv";
+    case Shader::MATMUL: return "matmul";
+    case Shader::GEMV: return "gemv";
+    case Shader::GEMM: return "gemm";
+    case Shader::GEMM_COOP: return "gemm_coop";
+    case Shader::GDR: return "gdr";
+    case Shader::GDR_SPLIT: return "gdr_split";
+    case Shader::FLASH_ATTN: return "flash_attn";
+    case Shader::COUNT: break;
+  }
+  return "?";
+}
+
 Pipelines::Pipelines(Device& dev) : dev_(dev) {
   std::array<VkDescriptorSetLayoutBinding, kMaxBindings> b{};
   for (uint32_t i = 0; i < kMaxBindings; ++i) {

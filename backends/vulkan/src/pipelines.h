@@ -41,6 +41,7 @@ inline constexpr uint32_t kMaxBindings = 8;
 inline constexpr uint32_t kPushBytes = 128;  // the minimum every Vulkan device offers
 
 std::span<const uint32_t> spirv(Shader s);
+const char* shader_name(Shader s);  // "gemm_coop": the shader file's name
 
 class Pipelines {
  public:

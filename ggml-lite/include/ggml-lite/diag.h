@@ -22,6 +22,7 @@ enum class Diag : uint8_t {
   CUDA_TIMING,        // GL_CUDA_TIMING=1: device and host time per step at exit
   CPU_PROFILE,        // GL_CPU_PROFILE=1: per-node times of the CPU backend at exit
   VULKAN_REPLAY_OFF,  // GL_VULKAN_REPLAY=0: record every Vulkan split afresh, no command-buffer reuse
+  VULKAN_PROFILE,     // GL_VULKAN_PROFILE=1: per-dispatch shader times of the Vulkan backend at exit
   UPDATE_GOLDEN,      // GL_UPDATE_GOLDEN=1: tests rewrite their golden files instead of comparing
 };
 
