@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "ggml-lite/context.h"
@@ -156,23 +157,110 @@ double nmse(const std::vector<float>& got, const std::vector<float>& want) {
 }
 
 // A prefill product (more rows than the GEMV takes) on the f32 tiled shader and, where the device
-// offers VK_NV_cooperative_matrix, on tensor cores: the first within f32 rounding of the CPU, the
-// second within the rounding of x to BF16 that the op harness allows a device for BF16 weights.
+// offers VK_NV_cooperative_matrix, on tensor cores: with the activations split into two f16 halves
+// (EXACT) within f32 rounding of the CPU, as the f32 shader; FAST (x rounded to f16) within the
+// rounding of x to BF16 that the op harness allows a device for BF16 weights. k is not a multiple
+// of the 32-wide k slab and n, m are not multiples of the output tiles.
 TEST(VulkanBackend, PrefillProductWithAndWithoutCooperativeMatrix) {
   GL_REQUIRE_VULKAN();
-  constexpr int64_t k = 300, n = 70, m = 130;
+  constexpr int64_t k = 328, n = 150, m = 200;
   std::vector<float> ws(k * n), xs(k * m);
   for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.37f);
   for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * 0.11f);
   auto cpu = cpu::make_backend({.n_threads = 1});
   const std::vector<float> want = bf16_product(*cpu, ws, xs, k, n, m);
-  for (const bool coop : {false, true}) {
-    auto vk = vulkan::make_backend({.cooperative_matrix = coop});
+  struct Config {
+    bool coop;
+    Precision precision;
+    uint32_t tile;
+    double bound;
+  };
+  for (const Config c : {Config{false, Precision::EXACT, 0, 1e-9}, Config{true, Precision::EXACT, 64, 1e-9},
+                         Config{true, Precision::EXACT, 128, 1e-9}, Config{true, Precision::FAST, 128, 2e-5}}) {
+    auto vk = vulkan::make_backend({.cooperative_matrix = c.coop, .precision = c.precision, .coop_tile = c.tile});
     ASSERT_TRUE(vk.ok()) << vk.error();
     const double e = nmse(bf16_product(**vk, ws, xs, k, n, m), want);
-    std::printf("[ metric   ] vulkan prefill bf16 product, cooperative_matrix %d: nmse %.3g\n", coop, e);
-    EXPECT_LT(e, coop ? 2e-5 : 1e-9);
+    std::printf("[ metric   ] vulkan prefill bf16 product, cooperative_matrix %d, %s, tile %u: nmse %.3g\n", c.coop,
+                std::string(precision_name(c.precision)).c_str(), c.tile, e);
+    EXPECT_LT(e, c.bound) << "tile " << c.tile;
   }
+}
+
+// Activations that pick one k each (x[k, m] = 1 where k = m % K): out[n, m] is the weight w[m % K, n]
+// exactly, on every path. A wrong element names the k and n a tile mixed up.
+TEST(VulkanBackend, PrefillProductPicksEveryK) {
+  GL_REQUIRE_VULKAN();
+  constexpr int64_t k = 96, n = 136, m = 200;
+  std::vector<float> ws(k * n), xs(k * m, 0.0f);
+  for (size_t i = 0; i < ws.size(); ++i) ws[i] = static_cast<float>(static_cast<int>(i % 251) - 125) / 64.0f;
+  for (int64_t r = 0; r < m; ++r) xs[static_cast<size_t>(r * k + r % k)] = 1.0f;
+  for (const uint32_t tile : {64u, 128u}) {
+    auto vk = vulkan::make_backend({.coop_tile = tile});
+    ASSERT_TRUE(vk.ok()) << vk.error();
+    const std::vector<float> got = bf16_product(**vk, ws, xs, k, n, m);
+    int wrong = 0;
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        const float want = ws[static_cast<size_t>(c * k + r % k)], g = got[static_cast<size_t>(r * n + c)];
+        if (g == want) continue;
+        if (++wrong <= 12)
+          ADD_FAILURE() << "tile " << tile << ": n " << c << ", m " << r << " (k " << r % k << "): got " << g
+                        << ", want " << want;
+      }
+    EXPECT_EQ(wrong, 0) << "tile " << tile;
+  }
+}
+
+// Activations past f16's range (|x| > 65504) on tensor cores: the work groups that meet one
+// compute their tile in f32 instead, so the product stays within f32 rounding of the CPU.
+TEST(VulkanBackend, PrefillProductPastHalfRange) {
+  GL_REQUIRE_VULKAN();
+  constexpr int64_t k = 64, n = 40, m = 300;
+  std::vector<float> ws(k * n), xs(k * m);
+  for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.37f);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * 0.11f);
+  xs[5] = 1e5f;             // the first 128-row tile
+  xs[k * 260 + 7] = -3e6f;  // the third
+  auto cpu = cpu::make_backend({.n_threads = 1});
+  const std::vector<float> want = bf16_product(*cpu, ws, xs, k, n, m);
+  for (const Precision p : {Precision::EXACT, Precision::FAST}) {
+    auto vk = vulkan::make_backend({.precision = p});
+    ASSERT_TRUE(vk.ok()) << vk.error();
+    EXPECT_LT(nmse(bf16_product(**vk, ws, xs, k, n, m), want), 1e-9) << precision_name(p);
+  }
+}
+
+// ARGMAX of rows longer than one work group's segment (a vocabulary row) goes in two dispatches:
+// the pick must be the CPU's, ties to the lower index across segment boundaries included.
+std::vector<int32_t> argmax_rows(Backend& be, const std::vector<float>& xs, int64_t n, int64_t rows) {
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {n, rows}, "x");
+  x->flags |= TENSOR_INPUT;
+  Tensor* y = argmax(ctx, x);
+  y->flags |= TENSOR_OUTPUT;
+  Graph g = Graph::build({y});
+  Executor ex({&be});
+  std::vector<int32_t> out(static_cast<size_t>(rows), -1);
+  EXPECT_TRUE(ex.allocate(g).ok());
+  ex.set_input(*x, xs.data());
+  const Status st = ex.compute(g);
+  EXPECT_TRUE(st.ok()) << st.error();
+  ex.get_output(*y, out.data());
+  return out;
+}
+
+TEST(VulkanBackend, LongArgmaxRowsInSegments) {
+  GL_REQUIRE_VULKAN();
+  constexpr int64_t n = 20000, rows = 4;
+  std::vector<float> xs(n * rows);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>((i * 7919) % 1009);  // ties everywhere
+  for (int64_t c = 0; c < n; ++c) xs[static_cast<size_t>(2 * n + c)] = -INFINITY;  // a row with nothing above -inf
+  xs[static_cast<size_t>(3 * n + 12345)] = 5000.0f;                                // one clear winner
+  xs[static_cast<size_t>(3 * n + 19999)] = 5000.0f;                                // and a later tie
+  auto vk = make(false);
+  ASSERT_NE(vk, nullptr);
+  auto cpu = cpu::make_backend({.n_threads = 1});
+  EXPECT_EQ(argmax_rows(*vk, xs, n, rows), argmax_rows(*cpu, xs, n, rows));
 }
 
 // A step graph computed again (same shapes and memory, new inputs) resubmits the recorded command

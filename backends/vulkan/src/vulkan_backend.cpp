@@ -185,6 +185,8 @@ class VulkanBackend final : public Backend {
   size_t workspace_size(const Tensor& node) const override {
     if (node.op == Op::ROPE) return rope_workspace(node);
     if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(node);
+    if (node.op == Op::GATED_DELTA_RULE) return gdr_chunked_workspace(node);
+    if (node.op == Op::ARGMAX) return reduce_workspace(node);
     return 0;
   }
 
@@ -368,7 +370,9 @@ ReplayStats replay_stats(const Backend& backend) {
 }
 
 Result<std::unique_ptr<Backend>> make_backend(const Options& opt) {
-  Result<std::shared_ptr<Device>> dev = Device::open(opt.device, opt.cooperative_matrix);
+  if (opt.coop_tile != 0 && opt.coop_tile != 64 && opt.coop_tile != 128)
+    return Error("vulkan: Options::coop_tile is " + std::to_string(opt.coop_tile) + ", expected 0, 64 or 128");
+  Result<std::shared_ptr<Device>> dev = Device::open(opt);
   if (!dev) return Error("vulkan: " + dev.error());
   const std::string device_name = (*dev)->name();
   try {
