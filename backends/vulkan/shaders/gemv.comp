@@ -1,18 +1,18 @@
 #version 450
 // gemv.comp - MUL_MAT for decode and verify (1..kMaxRows activation rows): out[n, m, b2, b3] =
 // sum_k w[k, n, b2 / r2, b3 / r3] * x[k, m, b2, b3], f32 accumulation. Decode reads every weight
-// once per token, so the bound is memory bandwidth: each subgroup takes one weight row (a work
-// group as many rows as it has subgroups) and reads it in chunks of 8 elements, one 16-byte load
-// per lane (consecutive lanes, consecutive chunks, kUnroll loads in flight), then sums over the
-// lanes with subgroupAdd: no shared memory and no barrier, so a subgroup moves on to its next
-// work as soon as its row is done. Weights F32/F16/BF16 with rows of 8-element chunks on 16-byte
-// boundaries, or Q8_0 (a chunk is a quarter block: the f16 scale word and 4 words of int8).
-// Row m's result depends only on row m (the chunk order and the reduction are the same for any
-// row count), so a product of M rows gives the bits of M products of one row.
+// once per token, so the bound is memory bandwidth: a work group takes one weight row and reads
+// it in chunks of 8 elements with one 16-byte load per invocation (consecutive invocations,
+// consecutive chunks), then reduces with subgroupAdd and one shared-memory step across subgroups.
+// Weights F32/F16/BF16 with rows of 8-element chunks on 16-byte boundaries, or Q8_0 (a chunk is
+// a quarter block: the f16 scale word and 4 words of int8). Row m's result depends only on row m
+// (the chunk order and the reduction are the same for any row count), so a product of M rows
+// gives the bits of M products of one row.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common.glsl"
 
+#define kThreads 128u
 #define kMaxRows 8u
 #define kChunk 8u
 #define kUnroll 4u
@@ -25,7 +25,7 @@ TENSOR(2, d)
 layout(binding = 0) readonly buffer W4 { uvec4 w4[]; };
 layout(binding = 1) readonly buffer X4 { vec4 x4[]; };
 
-layout(push_constant) uniform Push {  // matmul.cpp's ProductPush
+layout(push_constant) uniform Push {
   uvec4 x_nb;  // elements
   uvec4 d_nb;
   uvec4 w_nb;  // elements, or 16-bit words for Q8_0 (w_nb.x unused)
@@ -36,6 +36,8 @@ layout(push_constant) uniform Push {  // matmul.cpp's ProductPush
   uint x_vec;   // 1: x is F32 with rows of whole vec4s on 16-byte boundaries (read through x4)
   uint n_groups;
 } pc;
+
+shared float red[kMaxRows][kThreads];
 
 // The kChunk weights of chunk c of the row starting at element (or Q8_0 word) `base`.
 void weights(uint tw, uint base, uint c, out vec4 lo, out vec4 hi) {
@@ -79,11 +81,9 @@ void activations(uint tx, uint row, uint k, out vec4 lo, out vec4 hi) {
 
 void main() {
   uint g = group_index();
-  uint row_groups = (pc.N + gl_NumSubgroups - 1u) / gl_NumSubgroups;
   if (g >= pc.n_groups) return;  // uniform per group
-  uint n = (g % row_groups) * gl_NumSubgroups + gl_SubgroupID, b = g / row_groups;
-  if (n >= pc.N) return;  // uniform per subgroup: nothing below synchronises the work group
-  uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
+  uint tid = gl_LocalInvocationID.x;
+  uint n = g % pc.N, b = g / pc.N;
   uint b2 = b % pc.B2, b3 = b / pc.B2;
   uint tw = pc.types & 15u, tx = (pc.types >> 4) & 15u, td = (pc.types >> 8) & 15u;
   uint wbase = pc.w_off + n * pc.w_nb.y + (b2 / pc.r2) * pc.w_nb.z + (b3 / pc.r3) * pc.w_nb.w;
@@ -93,22 +93,22 @@ void main() {
   // multiplies and adds differently in different copies (row r must give the bits of row 0).
   precise float acc[kMaxRows];
   for (uint r = 0u; r < kMaxRows; ++r) acc[r] = 0.0;
-  uint chunks = pc.K / kChunk, c = lane;
-  // kUnroll chunks per step, all loads issued before the arithmetic that waits for them. The sums
-  // still go chunk by chunk in order.
-  for (; c + (kUnroll - 1u) * lanes < chunks; c += kUnroll * lanes) {
+  uint chunks = pc.K / kChunk, c = tid;
+  // kUnroll chunks per step, all loads issued before the arithmetic that waits for them (enough
+  // bytes in flight per SM to cover DRAM latency). The sums still go chunk by chunk in order.
+  for (; c + (kUnroll - 1u) * kThreads < chunks; c += kUnroll * kThreads) {
     vec4 wlo[kUnroll], whi[kUnroll];
-    for (uint u = 0u; u < kUnroll; ++u) weights(tw, wbase, c + u * lanes, wlo[u], whi[u]);
+    for (uint u = 0u; u < kUnroll; ++u) weights(tw, wbase, c + u * kThreads, wlo[u], whi[u]);
     for (uint r = 0u; r < kMaxRows; ++r) {
       if (r >= pc.M) break;
       for (uint u = 0u; u < kUnroll; ++u) {
         vec4 xlo, xhi;
-        activations(tx, xrow0 + r * pc.x_nb.y, (c + u * lanes) * kChunk, xlo, xhi);
+        activations(tx, xrow0 + r * pc.x_nb.y, (c + u * kThreads) * kChunk, xlo, xhi);
         acc[r] += dot(wlo[u], xlo) + dot(whi[u], xhi);
       }
     }
   }
-  for (; c < chunks; c += lanes) {
+  for (; c < chunks; c += kThreads) {
     vec4 wlo, whi;
     weights(tw, wbase, c, wlo, whi);
     for (uint r = 0u; r < kMaxRows; ++r) {
@@ -119,8 +119,14 @@ void main() {
     }
   }
   for (uint r = 0u; r < kMaxRows; ++r) {
-    if (r >= pc.M) break;  // uniform: every lane of the subgroup takes part
+    if (r >= pc.M) break;  // uniform: every invocation of the subgroup takes part
     float s = subgroupAdd(acc[r]);
-    if (lane == 0u) store_d(td, pc.d_off + n * pc.d_nb.x + r * pc.d_nb.y + b2 * pc.d_nb.z + b3 * pc.d_nb.w, s);
+    if (subgroupElect()) red[r][gl_SubgroupID] = s;
+  }
+  barrier();
+  if (tid < pc.M) {
+    float s = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; ++i) s += red[tid][i];
+    store_d(td, pc.d_off + n * pc.d_nb.x + tid * pc.d_nb.y + b2 * pc.d_nb.z + b3 * pc.d_nb.w, s);
   }
 }

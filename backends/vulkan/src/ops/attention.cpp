@@ -1,8 +1,8 @@
 // attention.cpp - FLASH_ATTN. Up to kMaxSplitRows query rows (decode, verify): flash_attn_rows.comp,
 // the keys in chunks of kChunk over many work groups, then one combine per row (the workspace
 // holds each chunk's partial output, max and sum). More rows (prefill): flash_attn.comp, one work
-// group per query row, the row's scores in the workspace (heads x tokens x keys floats). Which
-// one runs depends on the row count only through that bound, which verify never passes.
+// group per query row, the row's scores in the workspace (heads x tokens x keys floats). Which one
+// runs depends on the row count only through kMaxSplitRows, which verify never passes.
 #include <algorithm>
 
 #include "ops/ops.h"
@@ -43,7 +43,7 @@ bool supports_flash_attn(const Tensor& node) {
   return float_operand(node) && flash_attn_workspace(node) < (size_t{1} << 31);
 }
 
-// Sized for either shader (the device decides at recording whether it can take the split one).
+// Sized for either shader (whether the device can run the split one is known only at recording).
 size_t flash_attn_workspace(const Tensor& node) {
   const Tensor& q = *node.src[0];
   const int64_t rows = q.ne[1] * q.ne[2];

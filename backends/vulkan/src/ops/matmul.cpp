@@ -160,8 +160,7 @@ void mul_mat(Recorder& rec, const Tensor& node) {
     pc.split = rec.device().split_f16() ? 1 : 0;
     rec.dispatch(shader, {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else if (rec.device().subgroup_ops(kGemvSubgroupOps) && gemv_weights(w, wt)) {
-    const uint64_t rows_per_group = kGemvThreads / rec.device().subgroup_size();  // a row per subgroup
-    pc.n_groups = checked_groups((pc.N + rows_per_group - 1) / rows_per_group * batches);
+    pc.n_groups = checked_groups(uint64_t{pc.N} * batches);
     rec.dispatch(Shader::GEMV, {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else {
     general_product(rec, node);
