@@ -121,22 +121,23 @@ struct BackendSetup {
 };
 
 // --backend vulkan: the first discrete GPU, else the first Vulkan device (lavapipe included).
-gl::Result<BackendSetup> make_vulkan_backend() {
+gl::Result<BackendSetup> make_vulkan_backend(gl::Precision precision) {
 #ifdef GL_HAVE_VULKAN
-  gl::Result<std::unique_ptr<gl::Backend>> vk = gl::vulkan::make_backend();
+  gl::Result<std::unique_ptr<gl::Backend>> vk = gl::vulkan::make_backend({.precision = precision});
   if (!vk) return gl::Error("--backend vulkan: " + vk.error());
   std::string dev = "vulkan";
   for (const gl::vulkan::DeviceInfo& d : gl::vulkan::devices())
     if (d.type == "discrete" || dev == "vulkan") dev = fmt::format("vulkan: {} ({})", d.name, d.type);
   return BackendSetup{std::move(*vk), {.name = "vulkan", .device = dev, .device_memory = false}};
 #else
+  (void)precision;
   return gl::Error("--backend vulkan: this build has no Vulkan backend (configure with -DGL_VULKAN=ON)");
 #endif
 }
 
 gl::Result<BackendSetup> make_backend(const Args& a) {
   std::string name = a.backend;
-  if (name == "vulkan") return make_vulkan_backend();
+  if (name == "vulkan") return make_vulkan_backend(a.params.precision);
 #ifdef GL_HAVE_CUDA
   if (name.empty()) name = gl::cuda::device_count() > 0 ? "cuda" : "cpu";
   if (name == "cuda") {

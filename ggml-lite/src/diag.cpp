@@ -22,6 +22,9 @@ Switch switch_of(Diag d) {
     case Diag::CUDA_TIMING: return {"GL_CUDA_TIMING", "1"};
     case Diag::CPU_PROFILE: return {"GL_CPU_PROFILE", "1"};
     case Diag::VULKAN_REPLAY_OFF: return {"GL_VULKAN_REPLAY", "0"};
+    case Diag::VULKAN_PROFILE: return {"GL_VULKAN_PROFILE", "1"};
+    case Diag::VULKAN_TILE64: return {"GL_VULKAN_COOP_TILE", "64"};
+    case Diag::VULKAN_TILE128: return {"GL_VULKAN_COOP_TILE", "128"};
     case Diag::UPDATE_GOLDEN: return {"GL_UPDATE_GOLDEN", "1"};
   }
   return {};  // not reached: every switch returns above

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "check.h"
+#include "ggml-lite/diag.h"
 
 namespace gl::vulkan {
 namespace {
@@ -137,12 +138,13 @@ bool has_gpu() {
                      [](const DeviceInfo& d) { return d.type == "discrete" || d.type == "integrated"; });
 }
 
-Result<std::shared_ptr<Device>> Device::open(int index, bool coop_matrix) {
+Result<std::shared_ptr<Device>> Device::open(const Options& opt) {
   std::shared_ptr<Device> dev(new Device());
   dev->instance_ = shared_instance();
   if (!dev->instance_) return Error("no Vulkan device: vkCreateInstance failed (no Vulkan loader or driver installed)");
   const std::vector<VkPhysicalDevice> ds = physical_devices(dev->instance_);
   if (ds.empty()) return Error("no Vulkan device: the Vulkan loader reports no physical device");
+  const int index = opt.device;
   if (index >= static_cast<int>(ds.size()))
     return Error("no Vulkan device " + std::to_string(index) + ": " + std::to_string(ds.size()) + " present");
   dev->phys_ = ds[static_cast<size_t>(index < 0 ? pick(ds) : index)];
@@ -152,7 +154,12 @@ Result<std::shared_ptr<Device>> Device::open(int index, bool coop_matrix) {
   const VkPhysicalDeviceSubgroupProperties sg = subgroup_properties(dev->phys_);
   dev->subgroup_ops_ = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? sg.supportedOperations : 0;
   dev->subgroup_size_ = sg.subgroupSize;
-  dev->coop_matrix_ = coop_matrix && has_f16_coop_matrix(dev->instance_, dev->phys_);
+  dev->coop_matrix_ = opt.cooperative_matrix && has_f16_coop_matrix(dev->instance_, dev->phys_);
+  dev->split_f16_ = opt.precision == Precision::EXACT;
+  dev->coop_tile_ = opt.coop_tile;
+  // A/B timing of the tile sizes (every output element sums the same k blocks in the same order).
+  if (opt.coop_tile == 0 && diag_env(Diag::VULKAN_TILE64)) dev->coop_tile_ = 64;
+  if (opt.coop_tile == 0 && diag_env(Diag::VULKAN_TILE128)) dev->coop_tile_ = 128;
   const int fam = compute_queue_family(dev->phys_);
   if (fam < 0) return Error(std::string("Vulkan device ") + dev->props_.deviceName + " has no compute queue");
   dev->queue_family_ = static_cast<uint32_t>(fam);

@@ -1,6 +1,6 @@
 // device.h - one Vulkan instance + logical device + compute queue, and the device memory it hands out.
 //
-//   Result<std::shared_ptr<Device>> dev = Device::open(-1, true);    // -1: discrete GPU first
+//   Result<std::shared_ptr<Device>> dev = Device::open(Options{});  // discrete GPU first
 //   std::unique_ptr<Allocation> a = (*dev)->allocate(bytes, false);  // device-local VkBuffer
 //   Device::Located at = (*dev)->locate(t.data);                     // tensor pointer -> buffer + offset
 //
@@ -39,8 +39,10 @@ struct Allocation {
 
 class Device : public std::enable_shared_from_this<Device> {
  public:
-  // coop_matrix: enable VK_NV_cooperative_matrix where the device offers what gemm_coop.comp needs.
-  static Result<std::shared_ptr<Device>> open(int index, bool coop_matrix);
+  // The device opt.device (-1: discrete GPU first), with VK_NV_cooperative_matrix enabled where
+  // opt.cooperative_matrix asks and the device offers what gemm_coop.comp needs; keeps
+  // opt.precision and opt.coop_tile for the ops.
+  static Result<std::shared_ptr<Device>> open(const Options& opt);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -66,6 +68,9 @@ class Device : public std::enable_shared_from_this<Device> {
   uint32_t subgroup_size() const { return subgroup_size_; }
   // Whether gemm_coop.comp may run (asked for at open() and offered by the device).
   bool coop_matrix() const { return coop_matrix_; }
+  // Whether tensor-core products split the activations into two f16 halves (Precision::EXACT).
+  bool split_f16() const { return split_f16_; }
+  uint32_t coop_tile() const { return coop_tile_; }  // Options::coop_tile
 
  private:
   Device() = default;
@@ -84,6 +89,8 @@ class Device : public std::enable_shared_from_this<Device> {
   VkSubgroupFeatureFlags subgroup_ops_ = 0;  // in compute shaders
   uint32_t subgroup_size_ = 0;
   bool coop_matrix_ = false;
+  bool split_f16_ = true;
+  uint32_t coop_tile_ = 0;
 
   mutable std::mutex mu_;                     // buffers may be freed from any thread
   std::map<uintptr_t, Allocation*> by_base_;  // made-up base address -> allocation

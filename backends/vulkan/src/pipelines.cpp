@@ -19,9 +19,13 @@ GL_VK_SPV(matmul)
 GL_VK_SPV(gemv)
 GL_VK_SPV(gemm)
 GL_VK_SPV(gemm_coop)
+GL_VK_SPV(gemm_coop64)
 GL_VK_SPV(gdr)
 GL_VK_SPV(gdr_split)
+GL_VK_SPV(gdr_prep)
+GL_VK_SPV(gdr_scan)
 GL_VK_SPV(flash_attn)
+GL_VK_SPV(flash_attn_rows)
 #undef GL_VK_SPV
 
 namespace gl::vulkan {
@@ -40,12 +44,42 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::GEMV: return {gl_vk_spv_gemv, gl_vk_spv_gemv_words};
     case Shader::GEMM: return {gl_vk_spv_gemm, gl_vk_spv_gemm_words};
     case Shader::GEMM_COOP: return {gl_vk_spv_gemm_coop, gl_vk_spv_gemm_coop_words};
+    case Shader::GEMM_COOP64: return {gl_vk_spv_gemm_coop64, gl_vk_spv_gemm_coop64_words};
     case Shader::GDR: return {gl_vk_spv_gdr, gl_vk_spv_gdr_words};
     case Shader::GDR_SPLIT: return {gl_vk_spv_gdr_split, gl_vk_spv_gdr_split_words};
+    case Shader::GDR_PREP: return {gl_vk_spv_gdr_prep, gl_vk_spv_gdr_prep_words};
+    case Shader::GDR_SCAN: return {gl_vk_spv_gdr_scan, gl_vk_spv_gdr_scan_words};
     case Shader::FLASH_ATTN: return {gl_vk_spv_flash_attn, gl_vk_spv_flash_attn_words};
+    case Shader::FLASH_ATTN_ROWS: return {gl_vk_spv_flash_attn_rows, gl_vk_spv_flash_attn_rows_words};
     case Shader::COUNT: break;
   }
   return {};
+}
+
+const char* shader_name(Shader s) {
+  switch (s) {
+    case Shader::ELEMENTWISE: return "elementwise";
+    case Shader::NORM: return "norm";
+    case Shader::SOFTMAX: return "softmax";
+    case Shader::ROPE: return "rope";
+    case Shader::ROWS: return "rows";
+    case Shader::COPY: return "copy";
+    case Shader::REDUCE: return "reduce";
+    case Shader::SSM_CONV: return "ssm_conv";
+    case Shader::MATMUL: return "matmul";
+    case Shader::GEMV: return "gemv";
+    case Shader::GEMM: return "gemm";
+    case Shader::GEMM_COOP: return "gemm_coop";
+    case Shader::GEMM_COOP64: return "gemm_coop64";
+    case Shader::GDR: return "gdr";
+    case Shader::GDR_SPLIT: return "gdr_split";
+    case Shader::GDR_PREP: return "gdr_prep";
+    case Shader::GDR_SCAN: return "gdr_scan";
+    case Shader::FLASH_ATTN: return "flash_attn";
+    case Shader::FLASH_ATTN_ROWS: return "flash_attn_rows";
+    case Shader::COUNT: break;
+  }
+  return "?";
 }
 
 Pipelines::Pipelines(Device& dev) : dev_(dev) {

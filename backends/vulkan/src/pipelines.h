@@ -17,7 +17,7 @@
 
 namespace gl::vulkan {
 
-// One per shaders/<name>.comp (the list in CMakeLists.txt).
+// One per shaders/<name>.comp and per variant (the lists in CMakeLists.txt).
 enum class Shader : uint8_t {
   ELEMENTWISE,
   NORM,
@@ -31,9 +31,13 @@ enum class Shader : uint8_t {
   GEMV,
   GEMM,
   GEMM_COOP,
+  GEMM_COOP64,
   GDR,
   GDR_SPLIT,
+  GDR_PREP,
+  GDR_SCAN,
   FLASH_ATTN,
+  FLASH_ATTN_ROWS,
   COUNT
 };
 
@@ -41,6 +45,7 @@ inline constexpr uint32_t kMaxBindings = 8;
 inline constexpr uint32_t kPushBytes = 128;  // the minimum every Vulkan device offers
 
 std::span<const uint32_t> spirv(Shader s);
+const char* shader_name(Shader s);  // "gemm_coop": the shader file's name
 
 class Pipelines {
  public:

@@ -1,6 +1,8 @@
 // recorder.cpp - operands, descriptor sets and dispatches.
 #include "recorder.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -121,6 +123,18 @@ bool Recorder::has_pipeline(Shader s) {
   }
 }
 
+// "MUL_MAT gemm bf16[4096,12288,1,1] f32[4096,512,1,1]": the op, the shader and the first two
+// sources (a profile row).
+std::string Recorder::profile_key(Shader s) const {
+  if (!node_) return fmt::format("(no node) {}", shader_name(s));
+  std::string k = fmt::format("{} {}", op_name(node_->op), shader_name(s));
+  for (int i = 0; i < node_->n_srcs() && i < 2; ++i) {
+    const Tensor& t = *node_->src[i];
+    k += fmt::format(" {}[{},{},{},{}]", dtype_name(t.type), t.ne[0], t.ne[1], t.ne[2], t.ne[3]);
+  }
+  return k;
+}
+
 bool Recorder::overlaps(const Operand& o, const std::vector<Range>& rs) {
   return std::any_of(rs.begin(), rs.end(),
                      [&o](const Range& r) { return r.buffer == o.buffer && r.lo < o.hi && o.lo < r.hi; });
@@ -147,7 +161,7 @@ void Recorder::dispatch(Shader s, std::initializer_list<Operand> operands, const
   const bool hazard = std::any_of(operands.begin(), operands.end(), [this](const Operand& o) {
     return overlaps(o, writes_) || (o.written && overlaps(o, reads_));
   });
-  if (hazard) barrier();
+  if (hazard || prof_) barrier();
   VkPipeline pipe = pipes_.get(s);
   VkDescriptorSet set = sets_.allocate(pipes_.set_layout());
   std::array<VkDescriptorBufferInfo, kMaxBindings> infos{};
@@ -170,7 +184,9 @@ void Recorder::dispatch(Shader s, std::initializer_list<Operand> operands, const
   vkCmdPushConstants(cmd_, pipes_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes, pc.data());
   const uint32_t max_x = dev_.limits().maxComputeWorkGroupCount[0];
   const uint32_t gx = std::min(groups, max_x);
+  if (prof_) prof_->before(cmd_);
   vkCmdDispatch(cmd_, gx, (groups + gx - 1) / gx, 1);
+  if (prof_) prof_->after(cmd_, profile_key(s));
   for (const Operand& o : operands) {
     reads_.push_back({o.buffer, o.lo, o.hi});
     if (o.written) writes_.push_back({o.buffer, o.lo, o.hi});

@@ -22,6 +22,7 @@
 #include "device.h"
 #include "ggml-lite/tensor.h"
 #include "pipelines.h"
+#include "profiler.h"
 
 namespace gl::vulkan {
 
@@ -62,8 +63,9 @@ class DescriptorArena {
 
 class Recorder {
  public:
-  Recorder(Device& dev, Pipelines& pipes, VkCommandBuffer cmd, DescriptorArena& sets)
-      : dev_(dev), pipes_(pipes), cmd_(cmd), sets_(sets) {}
+  // prof: times every dispatch (a barrier before each) where not null and enabled.
+  Recorder(Device& dev, Pipelines& pipes, VkCommandBuffer cmd, DescriptorArena& sets, Profiler* prof = nullptr)
+      : dev_(dev), pipes_(pipes), cmd_(cmd), sets_(sets), prof_(prof && prof->enabled() ? prof : nullptr) {}
 
   // The node whose dispatches are recorded next (see the top of this file).
   void begin_node(const Tensor& node) { node_ = &node; }
@@ -90,12 +92,14 @@ class Recorder {
   Pipelines& pipes_;
   VkCommandBuffer cmd_;
   DescriptorArena& sets_;
+  Profiler* prof_;
   struct Range {
     VkBuffer buffer;
     VkDeviceSize lo, hi;
   };
   static bool overlaps(const Operand& o, const std::vector<Range>& rs);
   bool node_writes(const Device::Located& at, const Tensor& t) const;
+  std::string profile_key(Shader s) const;
   const Tensor* node_ = nullptr;
   std::vector<Range> reads_, writes_;  // by the dispatches since the last barrier
 };

@@ -13,6 +13,7 @@
 #include "ggml-lite/vulkan.h"
 #include "ops/ops.h"
 #include "pipelines.h"
+#include "profiler.h"
 #include "queue.h"
 #include "recorder.h"
 #include "split_cache.h"
@@ -155,10 +156,13 @@ class VulkanBackend final : public Backend {
       : dev_(std::move(dev)),
         pipes_(std::make_unique<Pipelines>(*dev_)),
         queue_(std::make_unique<Queue>(*dev_)),
+        prof_(std::make_unique<Profiler>(*dev_)),
         force_staging_(opt.force_staging) {}
 
   ~VulkanBackend() override {
     queue_.reset();  // waits for the queue
+    if (prof_->enabled() && prof_->splits() > 0) std::fputs(prof_->report().c_str(), stderr);
+    prof_.reset();
     pipes_.reset();
     staging_.reset();
   }
@@ -181,6 +185,8 @@ class VulkanBackend final : public Backend {
   size_t workspace_size(const Tensor& node) const override {
     if (node.op == Op::ROPE) return rope_workspace(node);
     if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(node);
+    if (node.op == Op::GATED_DELTA_RULE) return gdr_chunked_workspace(node);
+    if (node.op == Op::ARGMAX) return reduce_workspace(node);
     return 0;
   }
 
@@ -246,7 +252,8 @@ class VulkanBackend final : public Backend {
     } catch (const VkFault& f) {
       return Error("vulkan: starting a command buffer for " + describe(*nodes.front()) + ": " + f.what);
     }
-    Recorder rec(*dev_, *pipes_, frame->cmd, *frame->sets);
+    if (prof_->enabled()) prof_->begin_split(frame->cmd);
+    Recorder rec(*dev_, *pipes_, frame->cmd, *frame->sets, prof_.get());
     rec.barrier();  // after the transfers and splits queued before
     for (Tensor* node : nodes) {
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
@@ -260,7 +267,11 @@ class VulkanBackend final : public Backend {
     }
     rec.barrier();  // the split's results, for the transfers and splits after it and the host
     try {
-      queue_->submit(*frame);
+      const uint64_t value = queue_->submit(*frame);
+      if (prof_->enabled()) {
+        queue_->wait(value);
+        prof_->collect();
+      }
     } catch (const VkFault& f) {
       return Error("vulkan: submitting the split ending at " + describe(*nodes.back()) + ": " + f.what);
     }
@@ -341,10 +352,12 @@ class VulkanBackend final : public Backend {
   std::shared_ptr<Device> dev_;
   std::unique_ptr<Pipelines> pipes_;
   std::unique_ptr<Queue> queue_;
+  std::unique_ptr<Profiler> prof_;
   std::unique_ptr<Allocation> staging_;
   bool force_staging_;
   SplitCache cache_;
-  bool replay_ = !diag_env(Diag::VULKAN_REPLAY_OFF);  // GL_VULKAN_REPLAY=0: record every split afresh
+  // GL_VULKAN_REPLAY=0 or profiling: record every split afresh.
+  bool replay_ = !diag_env(Diag::VULKAN_REPLAY_OFF) && !prof_->enabled();
   std::string last_split_ = "(no split yet)";
 };
 
@@ -357,7 +370,9 @@ ReplayStats replay_stats(const Backend& backend) {
 }
 
 Result<std::unique_ptr<Backend>> make_backend(const Options& opt) {
-  Result<std::shared_ptr<Device>> dev = Device::open(opt.device, opt.cooperative_matrix);
+  if (opt.coop_tile != 0 && opt.coop_tile != 64 && opt.coop_tile != 128)
+    return Error("vulkan: Options::coop_tile is " + std::to_string(opt.coop_tile) + ", expected 0, 64 or 128");
+  Result<std::shared_ptr<Device>> dev = Device::open(opt);
   if (!dev) return Error("vulkan: " + dev.error());
   const std::string device_name = (*dev)->name();
   try {

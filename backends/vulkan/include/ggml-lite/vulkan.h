@@ -8,8 +8,8 @@
 // Vulkan call is checked: a failure while recording or submitting a split comes back from
 // compute() naming the node; a device fault (lost device) from synchronize() or an event's
 // host_wait(). set_tensor/get_tensor (void) abort on a failed call. Shaders compute in f32 (no
-// float64), except that prefill products on tensor cores round their operands to f16
-// (Options::cooperative_matrix): the op harness states the bound per op (OpCase::max_nmse_device).
+// float64); prefill products on tensor cores take f16 operands, the activations split in two
+// unless Options::precision is FAST: the op harness states the bound per op (OpCase::max_nmse_device).
 //
 // A split is recorded into a command buffer once and submitted again whenever the same split
 // (ops, params, shapes, strides and memory) comes back: a step graph replayed costs no recording.
@@ -32,11 +32,17 @@ namespace gl::vulkan {
 struct Options {
   int device = -1;             // index into devices(); -1: the first discrete GPU, else the first device
   bool force_staging = false;  // transfers through the staging buffer even where memory is mapped (tests)
-  // Prefill products of F16/BF16/Q8_0 weights on tensor cores (VK_NV_cooperative_matrix, operands
-  // rounded to f16) where the device offers them; false: the f32 tiled shader (tests compare them).
-  // Off by default: on the H200 the f16 rounding put the moe-MXFP4_MOE fixture's logits 3.4e-3
-  // from the exact math, past the 1e-3 the Vulkan backend promises.
+  // Prefill products of F16/BF16 weights on tensor cores (VK_NV_cooperative_matrix) where the
+  // device offers them; false: the f32 tiled shader. Off by default: on the H100 (driver
+  // 580.159) gemm_coop.comp drops k = 30, 31 of every 32-wide k slab (docs/bench/vulkan-s11.md).
   bool cooperative_matrix = false;
+  // EXACT: on tensor cores each activation is split into two f16 halves (two products, ~22 bits
+  // of x: within f32 rounding of the CPU). FAST: one product of x rounded to f16 (11 bits; on the
+  // H200 that put the moe-MXFP4_MOE fixture's logits 3.4e-3 from the exact math).
+  Precision precision = Precision::EXACT;
+  // Output tile of the tensor-core products: 0 picks by shape (128 x 128 where that still gives
+  // the GPU enough work groups, else 64 x 64); 64 or 128 takes that one always (tests, timing).
+  uint32_t coop_tile = 0;
 };
 
 struct DeviceInfo {

@@ -1,5 +1,10 @@
-// attention.cpp - FLASH_ATTN through shaders/flash_attn.comp: one work group per query row, the
-// row's scores in the node's workspace (heads x tokens x keys floats).
+// attention.cpp - FLASH_ATTN. Up to kMaxSplitRows query rows (decode, verify): flash_attn_rows.comp,
+// the keys in chunks of kChunk over many work groups, then one combine per row (the workspace
+// holds each chunk's partial output, max and sum). More rows (prefill): flash_attn.comp, one work
+// group per query row, the row's scores in the workspace (heads x tokens x keys floats). Which one
+// runs depends on the row count only through kMaxSplitRows, which verify never passes.
+#include <algorithm>
+
 #include "ops/ops.h"
 
 namespace gl::vulkan {
@@ -10,8 +15,19 @@ struct AttnPush {
   uint32_t q_off, k_off, v_off, m_off, d_off, ws_off;
   uint32_t dk, dv, n_head, n_q, n_kv, group, has_mask, causal, types;
   float scale;
+  uint32_t mode, n_chunks;  // flash_attn_rows.comp's
 };
 static_assert(sizeof(AttnPush) <= kPushBytes);
+
+constexpr int64_t kMaxSplitRows = 8;  // query rows (tokens) that take flash_attn_rows.comp
+constexpr int64_t kChunk = 64;        // flash_attn_rows.comp's kChunk
+constexpr int64_t kRowsMaxDk = 512;   // flash_attn_rows.comp's kMaxDk
+constexpr VkSubgroupFeatureFlags kRowsOps = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+
+// Whether node takes flash_attn_rows.comp (given a device with subgroup arithmetic).
+bool split_rows(const Tensor& node) { return node.src[0]->ne[2] <= kMaxSplitRows && node.src[0]->ne[0] <= kRowsMaxDk; }
+
+int64_t n_chunks(const Tensor& node) { return (node.src[1]->ne[2] + kChunk - 1) / kChunk; }
 
 bool float_operand(const Tensor& t) {
   return (t.type == DType::F32 || t.type == DType::F16 || t.type == DType::BF16) && strides_in_elements(t);
@@ -27,9 +43,12 @@ bool supports_flash_attn(const Tensor& node) {
   return float_operand(node) && flash_attn_workspace(node) < (size_t{1} << 31);
 }
 
+// Sized for either shader (whether the device can run the split one is known only at recording).
 size_t flash_attn_workspace(const Tensor& node) {
   const Tensor& q = *node.src[0];
-  return static_cast<size_t>(q.ne[1] * q.ne[2] * node.src[1]->ne[2]) * sizeof(float);
+  const int64_t rows = q.ne[1] * q.ne[2];
+  const int64_t split = split_rows(node) ? rows * n_chunks(node) * (node.src[2]->ne[0] + 2) : 0;
+  return static_cast<size_t>(std::max(rows * node.src[1]->ne[2], split)) * sizeof(float);
 }
 
 void flash_attn(Recorder& rec, const Tensor& node) {
@@ -70,7 +89,16 @@ void flash_attn(Recorder& rec, const Tensor& node) {
   pc.causal = node.p<SoftmaxParams>().causal ? 1 : 0;
   pc.types = q.type | k.type << 4 | v.type << 8 | d.type << 12;
   pc.scale = node.p<SoftmaxParams>().scale;
-  rec.dispatch(Shader::FLASH_ATTN, {q, k, v, m, d, w}, &pc, sizeof pc, pc.n_head * pc.n_q);
+  const uint32_t rows = pc.n_head * pc.n_q;
+  if (split_rows(node) && rec.device().subgroup_ops(kRowsOps)) {
+    pc.n_chunks = static_cast<uint32_t>(n_chunks(node));
+    pc.mode = 0;
+    rec.dispatch(Shader::FLASH_ATTN_ROWS, {q, k, v, m, d, w}, &pc, sizeof pc, rows * pc.n_chunks);
+    pc.mode = 1;
+    rec.dispatch(Shader::FLASH_ATTN_ROWS, {q, k, v, m, d, w}, &pc, sizeof pc, rows);
+    return;
+  }
+  rec.dispatch(Shader::FLASH_ATTN, {q, k, v, m, d, w}, &pc, sizeof pc, rows);
 }
 
 }  // namespace gl::vulkan

@@ -1,8 +1,9 @@
 // matmul.cpp - MUL_MAT and MUL_MAT_ID: F32, F16, BF16 and Q8_0 weights, F32/F16/BF16
 // activations, f32 accumulation. Other quantized weights are declined. Three shaders:
 //   gemm.comp   MUL_MAT with more than kGemvRows activation rows (prefill): shared-memory tiles;
-//               gemm_coop.comp instead for F16/BF16/Q8_0 weights where tensor cores are offered
-//               (and the driver builds its pipeline);
+//               gemm_coop.comp (or its 64 x 64 variant) instead for F16/BF16 weights and F32
+//               activations in 16-byte rows where tensor cores are offered (and the driver builds
+//               its pipelines);
 //   gemv.comp   MUL_MAT with 1..kGemvRows rows (decode, verify) where the weight rows can be read
 //               in aligned 16-byte chunks and the device has subgroup arithmetic;
 //   matmul.comp the rest (MUL_MAT_ID, odd weight layouts) - any layout, any device.
@@ -15,12 +16,14 @@
 namespace gl::vulkan {
 namespace {
 
-constexpr uint32_t kTypeQ8_0 = 4;      // matmul.comp's TYPE_Q8_0
-constexpr uint32_t kTile = 8;          // matmul.comp's kTile
-constexpr uint32_t kRowsPerGroup = 4;  // matmul.comp's kRowsPerGroup
-constexpr uint32_t kGemvRows = 8;      // gemv.comp's kMaxRows
-constexpr uint32_t kGemvChunk = 8;     // gemv.comp's kChunk
-constexpr uint32_t kGemmTile = 64;     // gemm.comp's kTileN and kTileM
+constexpr uint32_t kTypeQ8_0 = 4;        // matmul.comp's TYPE_Q8_0
+constexpr uint32_t kTile = 8;            // matmul.comp's kTile
+constexpr uint32_t kRowsPerGroup = 4;    // matmul.comp's kRowsPerGroup
+constexpr uint32_t kGemvRows = 8;        // gemv.comp's kMaxRows
+constexpr uint32_t kGemvChunk = 8;       // gemv.comp's kChunk
+constexpr uint32_t kGemvThreads = 128;   // gemv.comp's work group size
+constexpr uint32_t kGemmTile = 64;       // gemm.comp's kTileN and kTileM
+constexpr uint64_t kBigTileGroups = 96;  // fewest 128 x 128 work groups worth the big tile
 constexpr VkSubgroupFeatureFlags kGemvSubgroupOps = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
 
 // gemv.comp's and gemm.comp's push constants.
@@ -28,6 +31,7 @@ struct ProductPush {
   uint32_t x_nb[4], d_nb[4], w_nb[4];
   uint32_t K, N, M, B2, r2, r3;
   uint32_t w_off, x_off, d_off, types, x_vec, n_groups;
+  uint32_t split;  // gemm_coop.comp: x as two f16 halves
 };
 static_assert(sizeof(ProductPush) <= kPushBytes);
 
@@ -118,6 +122,18 @@ void general_product(Recorder& rec, const Tensor& node) {
   rec.dispatch(Shader::MATMUL, {w, x, d, ids}, &pc, sizeof pc, pc.n_groups);
 }
 
+// gemm_coop.comp (128 x 128 tiles) or its 64 x 64 variant for F16/BF16 weights in 16-byte chunks
+// and F32 activation rows where tensor cores are offered; else gemm.comp.
+Shader prefill_shader(Recorder& rec, const Operand& w, const Operand& x, DType wt, uint64_t batches) {
+  const Device& dev = rec.device();
+  const bool coop = dev.coop_matrix() && (wt == DType::F16 || wt == DType::BF16) && gemv_weights(w, wt) &&
+                    vec4_rows(x) && rec.has_pipeline(Shader::GEMM_COOP) && rec.has_pipeline(Shader::GEMM_COOP64);
+  if (!coop) return Shader::GEMM;
+  if (dev.coop_tile() != 0) return dev.coop_tile() == 128 ? Shader::GEMM_COOP : Shader::GEMM_COOP64;
+  const uint64_t big = uint64_t{(w.ne[1] + 127) / 128} * ((x.ne[1] + 127) / 128) * batches;
+  return big >= kBigTileGroups ? Shader::GEMM_COOP : Shader::GEMM_COOP64;
+}
+
 }  // namespace
 
 bool supports_matmul(const Tensor& node) {
@@ -137,11 +153,12 @@ void mul_mat(Recorder& rec, const Tensor& node) {
   ProductPush pc = product_push(w, x, d, wt);
   const uint64_t batches = uint64_t{d.ne[2]} * d.ne[3];
   if (pc.M > kGemvRows) {
-    const uint64_t tiles = uint64_t{(pc.N + kGemmTile - 1) / kGemmTile} * ((pc.M + kGemmTile - 1) / kGemmTile);
+    const Shader shader = prefill_shader(rec, w, x, wt, batches);
+    const uint64_t tile = shader == Shader::GEMM_COOP ? 128 : 64;
+    const uint64_t tiles = ((pc.N + tile - 1) / tile) * ((pc.M + tile - 1) / tile);
     pc.n_groups = checked_groups(tiles * batches);
-    const bool coop = rec.device().coop_matrix() && (wt == DType::F16 || wt == DType::BF16 || wt == DType::Q8_0) &&
-                      rec.has_pipeline(Shader::GEMM_COOP);
-    rec.dispatch(coop ? Shader::GEMM_COOP : Shader::GEMM, {w, x, d}, &pc, sizeof pc, pc.n_groups);
+    pc.split = rec.device().split_f16() ? 1 : 0;
+    rec.dispatch(shader, {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else if (rec.device().subgroup_ops(kGemvSubgroupOps) && gemv_weights(w, wt)) {
     pc.n_groups = checked_groups(uint64_t{pc.N} * batches);
     rec.dispatch(Shader::GEMV, {w, x, d}, &pc, sizeof pc, pc.n_groups);

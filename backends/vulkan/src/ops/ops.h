@@ -33,14 +33,20 @@ void get_rows(Recorder& rec, const Tensor& node);
 void set_rows(Recorder& rec, const Tensor& node);
 void copy(Recorder& rec, const Tensor& node);
 
-// reduce.cpp: ARGMAX, TOP_K, SUM_ROWS.
+// reduce.cpp: ARGMAX, TOP_K, SUM_ROWS (a long ARGMAX row's workspace holds per-segment picks).
 bool supports_reduce(const Tensor& node);
+size_t reduce_workspace(const Tensor& node);
 void reduce(Recorder& rec, const Tensor& node);
 
 // ssm.cpp: SSM_CONV, GATED_DELTA_RULE.
 bool supports_ssm(const Tensor& node);
 void ssm_conv(Recorder& rec, const Tensor& node);
 void gated_delta_rule(Recorder& rec, const Tensor& node);
+
+// gdr_chunked.cpp: GATED_DELTA_RULE for prefill (its workspace holds the per-chunk matrices).
+bool gdr_chunked(const Tensor& node);
+size_t gdr_chunked_workspace(const Tensor& node);  // 0 where gdr_chunked(node) is false
+void gated_delta_rule_chunked(Recorder& rec, const Tensor& node);
 
 // matmul.cpp: MUL_MAT, MUL_MAT_ID (F32, F16, BF16, Q8_0 weights).
 bool supports_matmul(const Tensor& node);

@@ -1,4 +1,5 @@
-// ssm.cpp - SSM_CONV (shaders/ssm_conv.comp) and GATED_DELTA_RULE, token by token: gdr_split.comp
+// ssm.cpp - SSM_CONV (shaders/ssm_conv.comp) and GATED_DELTA_RULE: prefill in chunks
+// (gdr_chunked.cpp), else token by token: gdr_split.comp
 // (a head's state in registers, each column's sums split over kSlices invocations) where the
 // device has subgroup shuffles and Dk fits, else gdr.comp (one invocation per column).
 #include <array>
@@ -64,6 +65,7 @@ void ssm_conv(Recorder& rec, const Tensor& node) {
 }
 
 void gated_delta_rule(Recorder& rec, const Tensor& node) {
+  if (gdr_chunked(node)) return gated_delta_rule_chunked(rec, node);
   std::array<Operand, 6> in;
   for (size_t i = 0; i < in.size(); ++i) in[i] = rec.operand(*node.src[i]);
   const Operand d = rec.operand(node);
