@@ -171,6 +171,24 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
   for (int64_t tile = tile0; tile < tile1; ++tile) {
     const int64_t j0 = tile * kTile;
     if (j0 >= end) break;
+    // This thread's V elements of the tile, loaded before the scores so that their latency
+    // overlaps the K loads, the dot products and the softmax.
+    float vv[kTile];
+    const char* vrow = vbase + j0 * a.v.nb[2];
+#pragma unroll
+    for (int j = 0; j < kTile; ++j) {
+      const char* p = vrow + j * a.v.nb[2];
+      vv[j] = 0.0f;
+      if (d < dv && j0 + j < end) {
+        if constexpr (kKv == kF32Rows) {
+          vv[j] = *reinterpret_cast<const float*>(p);
+        } else if constexpr (kKv == kF16Rows) {
+          vv[j] = half_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
+        } else {
+          vv[j] = load_plain(a.v.type, p);
+        }
+      }
+    }
     __syncthreads();  // the previous tile's probabilities are consumed
     tile_scores<EPL, G, kKv>(a, q, kv, t, j0, end, sm);
     __syncthreads();
@@ -180,23 +198,10 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
     float o[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) o[g] = 0.0f;
-    const char* vrow = vbase + j0 * a.v.nb[2];
-#pragma unroll 8
-    for (int j = 0; j < kTile; ++j) {
-      const char* p = vrow + j * a.v.nb[2];
-      float vv = 0.0f;
-      if (j0 + j < end) {
-        if constexpr (kKv == kF32Rows) {
-          vv = *reinterpret_cast<const float*>(p);
-        } else if constexpr (kKv == kF16Rows) {
-          vv = half_bits_to_float(*reinterpret_cast<const uint16_t*>(p));
-        } else {
-          vv = load_plain(a.v.type, p);
-        }
-      }
 #pragma unroll
-      for (int g = 0; g < G; ++g) o[g] = fmaf(sm.p[g][j], vv, o[g]);
-    }
+    for (int j = 0; j < kTile; ++j)
+#pragma unroll
+      for (int g = 0; g < G; ++g) o[g] = fmaf(sm.p[g][j], vv[j], o[g]);
 #pragma unroll
     for (int g = 0; g < G; ++g)
       if (!sm.skip[g]) acc[g] = fmaf(acc[g], sm.corr[g], o[g]);
@@ -234,15 +239,17 @@ __global__ void __launch_bounds__(kThreads) attn_kernel(AttnArgs a) {
   }
 }
 
-// grid (H, T), kThreads threads: merges the row's splits, all scaled to the largest max. Warp w
-// takes splits w, w + kWarps, ... (lane: output elements lane, lane + 32, ...), then the warps'
-// sums are added in warp order: a fixed order for a given span. A split with every key masked
-// (max -inf, sum and outputs 0) adds nothing.
+// grid (H, T, ceil(Dv / 32)), kThreads threads: merges the row's splits, all scaled to the largest
+// max, for output elements 32 z .. 32 z + 31 (lane: element 32 z + lane). Warp w takes splits w,
+// w + kWarps, ..., then the warps' sums are added in warp order: a fixed order for a given span,
+// the same for every element. (One block per row merged 256 splits at a 32k span on 16 SMs.) A
+// split with every key masked (max -inf, sum and outputs 0) adds nothing.
 __global__ void __launch_bounds__(kThreads) merge_kernel(AttnArgs a) {
-  __shared__ float part_o[kWarps][kMaxHead];
+  __shared__ float part_o[kWarps][32];
   __shared__ float part_l[kWarps], warp_max[kWarps];
   const int64_t h = blockIdx.x, t = blockIdx.y, dv = a.v.ne[0];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t e = static_cast<int64_t>(blockIdx.z) * 32 + lane;  // this lane's output element
   const float* row = a.part + (t * a.q.ne[1] + h) * a.n_split * (dv + 2);
   float m = -INFINITY;
   for (int64_t s = threadIdx.x; s < a.n_split; s += kThreads) m = fmaxf(m, row[s * (dv + 2)]);
@@ -252,32 +259,25 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(AttnArgs a) {
   __syncthreads();
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) m = fmaxf(m, warp_max[w]);
-  constexpr int kPer = kMaxHead / 32;
-  float o[kPer] = {};
-  float l = 0.0f;
+  float o = 0.0f, l = 0.0f;
   if (m != -INFINITY) {
-#pragma unroll 2
+#pragma unroll 4
     for (int64_t s = warp; s < a.n_split; s += kWarps) {
       const float* p = row + s * (dv + 2);
       const float c = p[0] == -INFINITY ? 0.0f : expf(p[0] - m);
       l = fmaf(p[1], c, l);
-#pragma unroll
-      for (int e = 0; e < kPer; ++e)
-        if (lane + 32 * e < dv) o[e] = fmaf(p[2 + lane + 32 * e], c, o[e]);
+      if (e < dv) o = fmaf(p[2 + e], c, o);
     }
   }
-#pragma unroll
-  for (int e = 0; e < kPer; ++e)
-    if (lane + 32 * e < dv) part_o[warp][lane + 32 * e] = o[e];
+  part_o[warp][lane] = o;
   if (lane == 0) part_l[warp] = l;
   __syncthreads();
-  for (int64_t d = threadIdx.x; d < dv; d += kThreads) {
-    float od = 0.0f, ld = 0.0f;
+  if (warp != 0 || e >= dv) return;
+  float od = 0.0f, ld = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) od += part_o[w][d], ld += part_l[w];
-    const float inv = ld > 0.0f ? 1.0f / ld : 0.0f;
-    store_plain(a.out.type, a.out.data + d * a.out.nb[0] + h * a.out.nb[1] + t * a.out.nb[2], od * inv);
-  }
+  for (int w = 0; w < kWarps; ++w) od += part_o[w][lane], ld += part_l[w];
+  const float inv = ld > 0.0f ? 1.0f / ld : 0.0f;
+  store_plain(a.out.type, a.out.data + e * a.out.nb[0] + h * a.out.nb[1] + t * a.out.nb[2], od * inv);
 }
 
 // Blocks per query row: one per split of kSplitTiles tiles for a few rows (decode, verify), else one.
@@ -292,7 +292,9 @@ void launch(const Ctx& ctx, const AttnArgs& a) {
   const dim3 grid(static_cast<unsigned>(a.n_split), static_cast<unsigned>(h / G), static_cast<unsigned>(t));
   attn_kernel<EPL, G, kKv><<<grid, kThreads, 0, ctx.stream>>>(a);
   if (a.n_split > 1)
-    merge_kernel<<<dim3(static_cast<unsigned>(h), static_cast<unsigned>(t)), kThreads, 0, ctx.stream>>>(a);
+    merge_kernel<<<dim3(static_cast<unsigned>(h), static_cast<unsigned>(t),
+                        static_cast<unsigned>(mm::ceil_div<int64_t>(a.v.ne[0], 32))),
+                   kThreads, 0, ctx.stream>>>(a);
 }
 
 template <int EPL, int kKv>

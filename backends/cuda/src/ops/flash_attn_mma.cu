@@ -86,10 +86,10 @@ __device__ void load_q(const MmaArgs& a, int64_t kv, int64_t r0, __half* qh, __h
   for (int idx = threadIdx.x; idx < kRows * D; idx += kThreads) {
     const int r = idx / D, i = idx % D;
     const int64_t row = r0 + r;
-    const float x = row < a.n_rows ? load_plain(a.q.type, a.q.data + i * a.q.nb[0] +
-                                                              (kv * a.group + row % a.group) * a.q.nb[1] +
-                                                              (row / a.group) * a.q.nb[2])
-                                   : 0.0f;
+    const float x = row < a.n_rows
+                        ? load_plain(a.q.type, a.q.data + i * a.q.nb[0] + (kv * a.group + row % a.group) * a.q.nb[1] +
+                                                   (row / a.group) * a.q.nb[2])
+                        : 0.0f;
     const __half hi = __float2half_rn(x);
     qh[r * kStride + i] = hi;
     ql[r * kStride + i] = __float2half_rn(x - __half2float(hi));
@@ -258,7 +258,8 @@ __device__ void merge_halves(int half, const int (&lr)[2], float* xo, float* xm,
     for (int r = 0; r < 2; ++r) {
 #pragma unroll
       for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<float2*>(xo + lr[r] * kStride + 8 * n + 2 * t) = make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
+        *reinterpret_cast<float2*>(xo + lr[r] * kStride + 8 * n + 2 * t) =
+            make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
       if (t == 0) xm[lr[r]] = st.m[r], xl[lr[r]] = st.l[r];
     }
   }
@@ -291,7 +292,8 @@ __device__ void store_rows(const MmaArgs& a, int64_t kv, const int64_t (&row)[2]
 #pragma unroll
     for (int n = 0; n < D / 8; ++n)
 #pragma unroll
-      for (int c = 0; c < 2; ++c) store_plain(a.out.type, base + (8 * n + 2 * t + c) * a.out.nb[0], st.o[n][2 * r + c] * inv);
+      for (int c = 0; c < 2; ++c)
+        store_plain(a.out.type, base + (8 * n + 2 * t + c) * a.out.nb[0], st.o[n][2 * r + c] * inv);
   }
 }
 
