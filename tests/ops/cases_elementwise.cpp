@@ -49,6 +49,14 @@ void add_binary_cases(Op op, std::vector<OpCase>& out) {
     Tensor* b = transpose(in.ctx, in.input(DType::F32, {5, 33}));  // [33, 5], broadcast over dim 2
     return Pair{in.input(DType::F32, {33, 5, 2}), b};
   });
+  // Dense F32 of a size divisible by 4 (CUDA's flat float4 path): same shape, and one row
+  // broadcast over the rest.
+  c("f32_128x6x2_flat", kNmseF32, [](In& in) {
+    return Pair{in.input(DType::F32, {128, 6, 2}), in.input(DType::F32, {128, 6, 2})};
+  });
+  c("f32_64x5x3_flat_bcast_row", kNmseF32, [](In& in) {
+    return Pair{in.input(DType::F32, {64, 5, 3}), in.input(DType::F32, {64})};
+  });
   // The result takes a's dtype: f16 and bf16 rounding bound the error.
   c("f16_33x31_b_f32", kNmseF16Out, [](In& in) {
     return Pair{in.input(DType::F16, {33, 31}), in.input(DType::F32, {33, 31})};
@@ -85,6 +93,7 @@ void add_unary_cases(Op op, const Fill& fill, std::vector<OpCase>& out) {
   c("f32_33x31x3", kNmseF32, DType::F32, {33, 31, 3}, false);
   c("f32_transposed_31x33", kNmseF32, DType::F32, {33, 31, 1}, true);
   c("f16_65x3", kNmseF16Out, DType::F16, {65, 3, 1}, false);
+  c("f32_128x4x3_flat", kNmseF32, DType::F32, {128, 4, 3}, false);  // CUDA's flat float4 path
 }
 
 void add_swiglu_cases(std::vector<OpCase>& out) {
@@ -105,6 +114,13 @@ void add_swiglu_cases(std::vector<OpCase>& out) {
                        Tensor* g = view_2d(in.ctx, gu, 33, 5, gu->nb[1], 0);
                        Tensor* u = view_2d(in.ctx, gu, 33, 5, gu->nb[1], 33 * sizeof(float));
                        return swiglu(in.ctx, g, u);
+                     },
+                 .max_nmse = kNmseF32});
+  out.push_back({.name = "swiglu_f32_128x5_flat",  // CUDA's flat float4 path
+                 .op = Op::SWIGLU,
+                 .build =
+                     [](In& in) {
+                       return swiglu(in.ctx, in.input(DType::F32, {128, 5}), in.input(DType::F32, {128, 5}));
                      },
                  .max_nmse = kNmseF32});
   out.push_back({.name = "swiglu_f16_31x3",
@@ -129,6 +145,8 @@ void add_chain_cases(std::vector<OpCase>& out) {
                        return mul(in.ctx, sp, in.input(DType::F32, {32}));
                      },
                  .max_nmse = kNmseF32});
+  // (Both of these are dense F32 of sizes divisible by 4: CUDA runs them on its flat path; the
+  // f16 chain below takes the strided kernel.)
   // Output gate: y * silu(z), the chain value as the second operand of the mul.
   out.push_back({.name = "mul_chain_silu_second_operand_f32_128x6",
                  .op = Op::MUL,
