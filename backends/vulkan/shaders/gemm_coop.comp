@@ -14,9 +14,6 @@
 // group computes its tile again in f32 (plain loops): rare, but exact. Results leave through shared
 // memory, one 16 x 16 accumulator per subgroup at a time, so any output layout and partial tile
 // is written with plain bounds-checked stores.
-// Known fault, hence Options::cooperative_matrix off: on the H100 (driver 580.159) the products of
-// k = 30, 31 of every slab come out missing, while the same staging with the products done in plain
-// loops (lavapipe) is exact: docs/bench/vulkan-s11.md.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -66,8 +63,14 @@ layout(push_constant) uniform Push {
 shared float16_t wsh[kTileN * kLd];   // [n][k]
 shared float16_t xhi[kTileM * kLd];   // [m][k]
 shared float16_t xlo[kTileM * kLd];   // [m][k]
-shared float csh[kThreads / 32u * 256u];  // one 16 x 16 result per subgroup, [m][n]
-shared uint out_of_range;
+// One 16 x 16 result per subgroup, [m][n], then the out-of-range flag (kFlag: 0 or 1). The flag
+// lives in this array rather than in a shared uint of its own: NVIDIA's driver (580.159) placed
+// such a uint before the f16 arrays, which moved them 4 bytes off their 16-byte boundaries, and
+// the cooperative-matrix loads, which address 16-byte rows, then read every row two halves early
+// (the products of the last two k of each slab went missing). Every shared array here is a whole
+// number of 16-byte units.
+#define kFlag (kThreads / 32u * 256u)
+shared float csh[kFlag + 4u];
 
 // Slab k0's weight chunks and activation chunks of this invocation, as f32 (zero past the edges).
 void fetch(uint wrow0, uint xrow0, uint n0, uint m0, uint k0, out vec4 wv[2 * kWChunks], out vec4 xv[kXChunks]) {
@@ -90,6 +93,13 @@ void fetch(uint wrow0, uint xrow0, uint n0, uint m0, uint k0, out vec4 wv[2 * kW
   }
 }
 
+// v rounded to f16's precision (nearest even, f16's normal range), computed on its bits: NVIDIA's
+// compiler folds float(float16_t(v)) back to v, which made every lo half 0 (EXACT = FAST).
+float f16_round(float v) {
+  uint u = floatBitsToUint(v);
+  return uintBitsToFloat((u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u);
+}
+
 // Writes the slab to shared memory as f16 (x as hi and lo); flags values past f16's range.
 void stage(vec4 wv[2 * kWChunks], vec4 xv[kXChunks]) {
   bool big = false;
@@ -106,12 +116,12 @@ void stage(vec4 wv[2 * kWChunks], vec4 xv[kXChunks]) {
     for (uint j = 0u; j < 4u; ++j) {
       float v = xv[i][j];
       big = big || abs(v) > kF16Max;
-      float16_t h = float16_t(v);
-      xhi[row * kLd + k + j] = h;
-      xlo[row * kLd + k + j] = pc.split == 1u ? float16_t(v - float(h)) : float16_t(0.0);
+      float h = f16_round(v);
+      xhi[row * kLd + k + j] = float16_t(h);
+      xlo[row * kLd + k + j] = pc.split == 1u ? float16_t(v - h) : float16_t(0.0);
     }
   }
-  if (big) out_of_range = 1u;
+  if (big) csh[kFlag] = 1.0;
 }
 
 void store_out(uint n, uint m, uint b2, uint b3, float v) {
@@ -142,7 +152,7 @@ void main() {
   uint xrow0 = pc.x_off + m0 * pc.x_nb.y + b2 * pc.x_nb.z + b3 * pc.x_nb.w;
   // This subgroup's part: weight rows sn .. sn + 16 kAccN - 1, activation rows sm .. sm + 16 kAccM - 1.
   uint sn = (gl_SubgroupID % kSubN) * 16u * kAccN, sm = (gl_SubgroupID / kSubN) * 16u * kAccM;
-  if (gl_LocalInvocationID.x == 0u) out_of_range = 0u;
+  if (gl_LocalInvocationID.x == 0u) csh[kFlag] = 0.0;
   barrier();  // before any stage() may set it
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> c[kAccN][kAccM];
   for (uint i = 0u; i < kAccN; ++i)
@@ -168,7 +178,7 @@ void main() {
     }
     barrier();  // the slab's multiplies are done with shared memory
   }
-  if (out_of_range == 1u) {  // uniform per group (read after the last barrier)
+  if (csh[kFlag] != 0.0) {  // uniform per group (read after the last barrier)
     tile_in_f32(wrow0, xrow0, n0, m0, b2, b3);
     return;
   }
