@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ggml-lite/context.h"
@@ -176,15 +177,24 @@ int wrong_picks(Backend& be, std::string_view what) {
   return wrong;
 }
 
+// The prefill product tests' shape (k is not a multiple of the 32-wide k slab, n and m are not
+// multiples of the output tiles) and operands: smooth weights [k, n] and activations [k, m].
+constexpr int64_t kProductK = 328, kProductN = 150, kProductM = 200;
+
+std::pair<std::vector<float>, std::vector<float>> product_inputs() {
+  std::vector<float> ws(kProductK * kProductN), xs(kProductK * kProductM);
+  for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.37f);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * 0.11f);
+  return {ws, xs};
+}
+
 // A prefill product (more rows than the GEMV takes) on the f32 tiled shader (the default): within
 // f32 rounding of the CPU; k is not a multiple of the 32-wide k slab and n, m are not multiples of
 // the output tiles; one-hot activations pick every k exactly.
 TEST(VulkanBackend, PrefillProduct) {
   GL_REQUIRE_VULKAN();
-  constexpr int64_t k = 328, n = 150, m = 200;
-  std::vector<float> ws(k * n), xs(k * m);
-  for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.37f);
-  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * 0.11f);
+  constexpr int64_t k = kProductK, n = kProductN, m = kProductM;
+  const auto [ws, xs] = product_inputs();
   auto cpu = cpu::make_backend({.n_threads = 1});
   auto vk = make(false);
   ASSERT_NE(vk, nullptr);
@@ -200,10 +210,8 @@ TEST(VulkanBackend, PrefillProduct) {
 // NVIDIA's driver (580.159) that lavapipe cannot show (gemm_coop.comp's comments).
 TEST(VulkanBackend, PrefillProductOnTensorCores) {
   GL_REQUIRE_VULKAN();
-  constexpr int64_t k = 328, n = 150, m = 200;
-  std::vector<float> ws(k * n), xs(k * m);
-  for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.37f);
-  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * 0.11f);
+  constexpr int64_t k = kProductK, n = kProductN, m = kProductM;
+  const auto [ws, xs] = product_inputs();
   auto cpu = cpu::make_backend({.n_threads = 1});
   const std::vector<float> want = bf16_product(*cpu, ws, xs, k, n, m);
   std::vector<float> big = xs;
