@@ -134,7 +134,7 @@ __global__ void chain_flat_kernel(Chain c, FlatChain f, uint32_t n4) {
 // shape or one row [ne0] of it (with ne0 and the node's size multiples of 4).
 bool flat_in(const Tensor& t, const Tensor& like, FlatIn& f) {
   const int64_t n = nelements(like);
-  if (t.type != DType::F32 || !is_contiguous(t) || reinterpret_cast<uintptr_t>(t.data) % 16 != 0) return false;
+  if (!dense_f32(t)) return false;
   if (n % 4 != 0 || n / 4 > int64_t{UINT32_MAX}) return false;
   f.p = static_cast<const float*>(t.data);
   if (same_shape(t, like)) return f.period4 = static_cast<uint32_t>(n / 4), true;

@@ -307,10 +307,7 @@ void launch_group(const Ctx& ctx, const AttnArgs& a) {
 // Dense F32 or F16 K and V (the model's KV cache) whose K rows the kernel reads four elements at a
 // time; anything else element by element.
 KvRead kv_read(const Tensor& k, const Tensor& v) {
-  const auto aligned = [](const Tensor& t) {
-    return (reinterpret_cast<uintptr_t>(t.data) | t.nb[1] | t.nb[2]) % 16 == 0;
-  };
-  if (k.type != v.type || k.ne[0] % 128 != 0 || !aligned(k)) return kAnyType;
+  if (k.type != v.type || k.ne[0] % 128 != 0 || !rows_on_16_bytes(k)) return kAnyType;
   if (k.type == DType::F32 && k.nb[0] == 4 && v.nb[0] == 4) return kF32Rows;
   if (k.type == DType::F16 && k.nb[0] == 2 && v.nb[0] == 2) return kF16Rows;
   return kAnyType;

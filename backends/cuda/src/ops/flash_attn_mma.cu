@@ -22,6 +22,7 @@
 
 #include "cuda_utils.cuh"
 #include "flash_attn_mma.cuh"
+#include "flash_attn_rows.cuh"
 #include "ggml-lite/status.h"
 #include "mm_utils.cuh"
 #include "mma_sync.cuh"
@@ -373,9 +374,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
 }
 
 // Dense F16 rows on 16-byte boundaries.
-bool dense_f16_rows(const Tensor& t) {
-  return t.type == DType::F16 && t.nb[0] == 2 && (reinterpret_cast<uintptr_t>(t.data) | t.nb[1] | t.nb[2]) % 16 == 0;
-}
+bool dense_f16_rows(const Tensor& t) { return t.type == DType::F16 && t.nb[0] == 2 && rows_on_16_bytes(t); }
 
 template <int D, bool kSplit>
 bool launch(const Ctx& ctx, const MmaArgs& a) {

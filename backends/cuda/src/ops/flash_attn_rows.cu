@@ -237,10 +237,7 @@ __global__ void __launch_bounds__(kThreads) attn_rows_kernel(RowsArgs a) {
 // s when K and V are dense F16 rows of Dk == Dv == 8 * 2^s halves on 16-byte boundaries, else -1.
 int f16_shift(const Tensor& k, const Tensor& v) {
   if (k.type != DType::F16 || v.type != DType::F16 || k.nb[0] != 2 || v.nb[0] != 2 || k.ne[0] != v.ne[0]) return -1;
-  const auto aligned = [](const Tensor& t) {
-    return (reinterpret_cast<uintptr_t>(t.data) | t.nb[1] | t.nb[2]) % 16 == 0;
-  };
-  if (!aligned(k) || !aligned(v) || k.ne[0] % 8 != 0) return -1;
+  if (!rows_on_16_bytes(k) || !rows_on_16_bytes(v) || k.ne[0] % 8 != 0) return -1;
   const int64_t vecs = k.ne[0] / 8;
   if ((vecs & (vecs - 1)) != 0) return -1;
   int s = 0;
