@@ -74,6 +74,15 @@ bool Recorder::node_writes(const Device::Located& at, const Tensor& t) const {
   return n.alloc == at.alloc && n.offset < at.offset + nbytes(t) && at.offset < n.offset + nbytes(*node_);
 }
 
+Operand Recorder::workspace(const Tensor& node, size_t bytes) const {
+  Tensor ws;
+  ws.ne = {static_cast<int64_t>(bytes / sizeof(float)), 1, 1, 1};
+  set_contiguous_strides(ws);
+  ws.data = node.workspace;
+  ws.name = node.name + " (workspace)";
+  return operand(ws);
+}
+
 Operand Recorder::operand(const Tensor& t) const {
   const Device::Located at = dev_.locate(t.data);
   if (!at.alloc) throw VkFault{"tensor '" + t.name + "' is not in this Vulkan device's memory"};

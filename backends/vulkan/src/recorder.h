@@ -71,6 +71,8 @@ class Recorder {
   void begin_node(const Tensor& node) { node_ = &node; }
   // t's memory as a shader operand; throws VkFault when t is not memory of this device.
   Operand operand(const Tensor& t) const;
+  // The first `bytes` of node's planned workspace as an F32 operand.
+  Operand workspace(const Tensor& node, size_t bytes) const;
   // Records an upload of `bytes` (a multiple of 4, at most 64 KiB) from host `data` into device
   // memory at `dst` (a node's workspace), ordered before the dispatches after it; its operand.
   Operand upload(void* dst, const void* data, uint32_t bytes);

@@ -58,12 +58,7 @@ void flash_attn(Recorder& rec, const Tensor& node) {
   const bool has_mask = node.src[3] != nullptr;
   const Operand m = has_mask ? rec.operand(*node.src[3]) : q;
   const Operand d = rec.operand(node);
-  Tensor ws;
-  ws.ne = {static_cast<int64_t>(flash_attn_workspace(node) / sizeof(float)), 1, 1, 1};
-  set_contiguous_strides(ws);
-  ws.data = node.workspace;
-  ws.name = node.name + " (workspace)";
-  const Operand w = rec.operand(ws);
+  const Operand w = rec.workspace(node, flash_attn_workspace(node));
   AttnPush pc{};
   for (int i = 0; i < 3; ++i) {
     pc.q_nb[i] = q.nb[i];

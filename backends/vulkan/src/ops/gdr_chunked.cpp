@@ -36,12 +36,7 @@ static_assert(sizeof(ScanPush) <= kPushBytes);
 int64_t block_floats(int64_t dk, int64_t dv) { return 3 * dk * kC + kC * kC + kC * dv + 4; }  // gdr_block()
 
 Operand workspace(Recorder& rec, const Tensor& node) {
-  Tensor ws;
-  ws.ne = {static_cast<int64_t>(gdr_chunked_workspace(node) / sizeof(float)), 1, 1, 1};
-  set_contiguous_strides(ws);
-  ws.data = node.workspace;
-  ws.name = node.name + " (workspace)";
-  Operand o = rec.operand(ws);
+  const Operand o = rec.workspace(node, gdr_chunked_workspace(node));
   if (o.offset % 4 != 0) throw VkFault{"gated_delta_rule: workspace not on a 16-byte boundary"};
   return o;
 }

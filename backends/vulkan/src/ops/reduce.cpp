@@ -49,12 +49,7 @@ void reduce(Recorder& rec, const Tensor& node) {
   pc.k = node.op == Op::TOP_K ? static_cast<uint32_t>(node.p<TopKParams>().k) : 1;
   const auto rows = static_cast<uint32_t>(nrows(*node.src[0]));
   if (segments(node) == 0) return rec.dispatch(Shader::REDUCE, {a, d}, &pc, sizeof pc, rows);
-  Tensor ws;
-  ws.ne = {static_cast<int64_t>(reduce_workspace(node) / sizeof(float)), 1, 1, 1};
-  set_contiguous_strides(ws);
-  ws.data = node.workspace;
-  ws.name = node.name + " (workspace)";
-  const Operand w = rec.operand(ws);
+  const Operand w = rec.workspace(node, reduce_workspace(node));
   pc.seg = static_cast<uint32_t>(kSegment);
   pc.n_seg = static_cast<uint32_t>(segments(node));
   pc.ws_off = w.offset;
