@@ -202,7 +202,7 @@ TEST(VulkanBackend, PrefillProduct) {
   EXPECT_EQ(wrong_picks(*vk, "f32 tiles"), 0);
 }
 
-// The same on tensor cores (Options::cooperative_matrix, off by default), where the device offers
+// The same on tensor cores (Options::cooperative_matrix, on by default), where the device offers
 // VK_NV_cooperative_matrix (elsewhere this runs the f32 shader again): with the activations split
 // into two f16 halves (EXACT) within f32 rounding, as the f32 shader; FAST (x rounded to f16) within
 // the rounding of x to BF16 that the op harness allows a device for BF16 weights; activations past

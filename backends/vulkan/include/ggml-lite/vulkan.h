@@ -33,10 +33,9 @@ struct Options {
   int device = -1;             // index into devices(); -1: the first discrete GPU, else the first device
   bool force_staging = false;  // transfers through the staging buffer even where memory is mapped (tests)
   // Prefill products of F16/BF16 weights on tensor cores (VK_NV_cooperative_matrix) where the
-  // device offers them; false: the f32 tiled shader. Off by default until the op harness and the
-  // model tests have run with it on the GPU: gl_test_vulkan's product test passes on the H100
-  // since session 11's two driver fixes (gemm_coop.comp), the rest was not run with it.
-  bool cooperative_matrix = false;
+  // device offers them (elsewhere, lavapipe included, the f32 tiled shader); false: the f32
+  // tiled shader always.
+  bool cooperative_matrix = true;
   // EXACT: on tensor cores each activation is split into two f16 halves (two products, ~22 bits
   // of x: within f32 rounding of the CPU). FAST: one product of x rounded to f16 (11 bits; on the
   // H200 that put the moe-MXFP4_MOE fixture's logits 3.4e-3 from the exact math).
