@@ -82,6 +82,7 @@ class Planner {
 
   MemoryPlan run() {
     count_uses();
+    find_shared_workspaces();
     for (Tensor* l : g_.leafs()) {
       if (is_planned(*l)) allocate(*l);
     }
@@ -149,19 +150,45 @@ class Planner {
     maybe_free(n);  // a result nobody reads (not an output) dies at once
   }
 
+  size_t workspace_bytes(const Tensor& n) const {
+    if (!backend_ || n.op == Op::NONE || is_view_op(n.op)) return 0;
+    if (backend_id_ >= 0 && n.backend_id != backend_id_) return 0;
+    return backend_->workspace_size(n);
+  }
+
+  // Backend::workspace_share: per key its block's size and its last node, for keys of two or more.
+  void find_shared_workspaces() {
+    std::unordered_map<const Tensor*, int> members;
+    for (const Tensor* n : g_.nodes()) {
+      const size_t bytes = workspace_bytes(*n);
+      const Tensor* key = bytes ? backend_->workspace_share(*n) : nullptr;
+      if (!key) continue;
+      ++members[key];
+      Shared& s = shared_[key];
+      s.size = std::max(s.size, align_up(bytes, alignment_));
+      s.last = n;
+    }
+    for (const auto& [key, count] : members)
+      if (count < 2) shared_.erase(key);
+  }
+
   // The node's scratch: a block taken while its output and sources are live, so it overlaps
-  // neither, and given back at once, since the next node runs only after this one is done.
+  // neither, and given back at once, since the next node runs only after this one is done; a
+  // shared block (find_shared_workspaces) is taken by the first of its nodes and given back after
+  // the last, so the outputs of the nodes between are placed around it.
   void reserve_workspace(const Tensor& n) {
-    if (!backend_ || n.op == Op::NONE || is_view_op(n.op)) return;
-    if (backend_id_ >= 0 && n.backend_id != backend_id_) return;
-    const size_t bytes = backend_->workspace_size(n);
+    const size_t bytes = workspace_bytes(n);
     if (bytes == 0) return;
-    const size_t size = align_up(bytes, alignment_);
-    const size_t off = arena_.alloc(size);
+    auto shared = shared_.end();
+    if (const Tensor* key = backend_->workspace_share(n)) shared = shared_.find(key);
+    const size_t size = shared != shared_.end() ? shared->second.size : align_up(bytes, alignment_);
+    const bool first = shared == shared_.end() || shared->second.off < 0;
+    const size_t off = first ? arena_.alloc(size) : static_cast<size_t>(shared->second.off);
     plan_.workspaces[&n] = off;
     plan_.workspace_sizes[&n] = size;
-    plan_.naive_bytes += size;
-    arena_.release(off, size);
+    if (first) plan_.naive_bytes += size;
+    if (shared != shared_.end() && first) shared->second.off = static_cast<int64_t>(off);
+    if (shared == shared_.end() || shared->second.last == &n) arena_.release(off, size);
   }
 
   // Frees t once no consumer and no view needs it any more.
@@ -208,6 +235,12 @@ class Planner {
   std::unordered_map<const Tensor*, int> views_;     // views (by root) that are still needed
   std::unordered_set<const Tensor*> owns_block_;     // tensors holding a live block
   std::unordered_set<const Tensor*> released_views_;
+  struct Shared {
+    size_t size = 0;
+    const Tensor* last = nullptr;  // the block goes back after this node's step
+    int64_t off = -1;              // taken by the first node's step
+  };
+  std::unordered_map<const Tensor*, Shared> shared_;  // workspace_share key -> its block
 };
 
 void bind_one(Tensor& t, const MemoryPlan::Slot& s, Buffer& arena) {

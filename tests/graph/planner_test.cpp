@@ -428,5 +428,42 @@ TEST(Planner, WorkspaceLivesForItsNodeOnly) {
   for (size_t j = 0; j < g.nodes().size(); ++j) EXPECT_EQ(g2.nodes()[j]->workspace, g.nodes()[j]->workspace);
 }
 
+
+// SILU kernels whose scratch holds something of their source's: siblings of one source share it.
+class SharedScratchBackend final : public test::FakeBackend {
+ public:
+  SharedScratchBackend() : FakeBackend("shared-scratch") {}
+  size_t workspace_size(const Tensor& node) const override { return node.op == Op::SILU ? 4000 : 0; }
+  const Tensor* workspace_share(const Tensor& node) const override {
+    return node.op == Op::SILU && node.src[0]->op != Op::NONE ? node.src[0] : nullptr;
+  }
+};
+
+// The SILUs of one source get one block, held from the first to the last of them: no tensor
+// alive at any step in between overlaps it. A SILU without a sibling gets a block of its own.
+TEST(Planner, SharedWorkspaceLivesFromTheFirstOfItsNodesToTheLast) {
+  SharedScratchBackend be;
+  Context ctx;
+  Tensor* x = scale(ctx, input(ctx, {256, 8}, "x"), 2.0f);
+  Tensor* a = silu(ctx, x);
+  Tensor* m = scale(ctx, a, 1.5f);  // placed while the shared block is held
+  Tensor* b = silu(ctx, x);
+  Tensor* out = silu(ctx, add(ctx, m, b));  // its source has no sibling SILU
+  Graph g = Graph::build({out});
+  const MemoryPlan plan = plan_memory(g, 64, -1, &be);
+  ASSERT_EQ(plan.workspaces.size(), 3u);
+  ASSERT_EQ(plan.workspaces.at(a), plan.workspaces.at(b));
+  EXPECT_NE(plan.workspaces.at(out), plan.workspaces.at(a));
+  const auto pos = [&](const Tensor* t) {
+    return static_cast<int>(std::find(g.nodes().begin(), g.nodes().end(), t) - g.nodes().begin());
+  };
+  const size_t ws = plan.workspaces.at(a);
+  for (const Lifetime& l : lifetimes(g, plan)) {
+    const bool live = l.start <= pos(b) && pos(a) <= l.end;
+    const bool shared = ws < l.off + l.size && l.off < ws + 4000;
+    EXPECT_FALSE(live && shared) << "the shared scratch overlaps " << name_of(l.t);
+  }
+}
+
 }  // namespace
 }  // namespace gl

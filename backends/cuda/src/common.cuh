@@ -77,13 +77,24 @@ void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t st
   GL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
 }
 
-// What a kernel entry needs: the stream to launch on, the cuBLAS handle bound to it, and the
-// run's precision (which GEMM path 16-bit weights take, see matmul.cu).
+// The int8 activations (matmul_gemv.cu) the last GEMV of a launch sequence left in its workspace:
+// input x, as it was when quantized. A product whose workspace (shared through
+// Backend::workspace_share, so held since) and input are the same reads them as they are.
+struct Q8Memo {
+  const void* workspace = nullptr;
+  const Tensor* x = nullptr;
+  const void* data = nullptr;
+  bool holds(const void* ws, const Tensor& t) const { return ws == workspace && &t == x && t.data == data; }
+};
+
+// What a kernel entry needs: the stream to launch on, the cuBLAS handle bound to it, the run's
+// precision (which GEMM path 16-bit weights take, see matmul.cu), and the sequence's Q8Memo.
 struct Ctx {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   int device = 0;
   Precision precision = Precision::EXACT;
+  Q8Memo* q8 = nullptr;  // nullptr: every GEMV quantizes its own input
 };
 
 }  // namespace gl::cuda

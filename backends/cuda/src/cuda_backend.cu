@@ -189,6 +189,9 @@ class CudaBackend final : public Backend {
 
   bool supports(const Tensor& node) const override { return supports_node(node); }
   size_t workspace_size(const Tensor& node) const override { return node_workspace(node); }
+  const Tensor* workspace_share(const Tensor& node) const override {
+    return node.op == Op::MUL_MAT ? mul_mat_workspace_share(node) : nullptr;
+  }
 
   // The caller may reuse src once this returns: small copies go through a pinned slot and are
   // only queued; large ones (weights) are waited for.
@@ -305,6 +308,8 @@ class CudaBackend final : public Backend {
   // this node's error, not an abort.
   Status launch_all(std::span<Tensor* const> nodes) {
     FaultScope faults;
+    q8_memo_ = {};  // what another sequence left in a workspace is not known to be there now
+    ctx_.q8 = &q8_memo_;
     for (size_t i = 0; i < nodes.size(); ++i) {
       Tensor* node = nodes[i];
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
@@ -372,6 +377,7 @@ class CudaBackend final : public Backend {
   }
 
   Ctx ctx_;
+  Q8Memo q8_memo_;
   std::shared_ptr<Pool> pool_;  // shared with the buffers, which may outlive the backend
   GraphCache graphs_;
   Staging staging_;

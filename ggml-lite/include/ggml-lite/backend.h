@@ -81,6 +81,11 @@ class Backend {
   // partials, routing tables). The memory planner reserves them in this backend's arena for the
   // node's step and sets node.workspace; kernels never allocate device memory themselves.
   virtual size_t workspace_size(const Tensor& /*node*/) const { return 0; }
+  // Nodes for which this names the same tensor get one scratch block (the largest of their
+  // workspace_size()), held from the first of them to the last in graph order, so that what the
+  // first leaves there the later ones may read instead of redoing it (CUDA: a GEMV input quantized
+  // once for the products that share it). nullptr: a block of the node's own.
+  virtual const Tensor* workspace_share(const Tensor& /*node*/) const { return nullptr; }
   // Bytes [off, off+n) of t's memory; t must live in this backend's buffer.
   virtual void set_tensor(Tensor& t, const void* src, size_t off, size_t n) = 0;
   virtual void get_tensor(const Tensor& t, void* dst, size_t off, size_t n) = 0;

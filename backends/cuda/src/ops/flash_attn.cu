@@ -67,6 +67,7 @@ struct Smem {
   float p[G][kTile];
   float m[G], l[G], corr[G];
   bool skip[G];
+  int live;  // live_tiles: tiles up to the last with an unmasked key
 };
 
 // Scores of the tile's keys [j0, j0 + kTile) for heads h0 .. h0 + G - 1 (one kv head): warp w takes
@@ -147,6 +148,21 @@ __device__ void tile_softmax(Smem<G>& sm) {
   }
 }
 
+// The tiles of [tile0, tile1) up to the last one with an unmasked key of row t (thread i reads key
+// tile0 kTile + i; the range is at most kThreads keys). A masked key changes nothing, so the tiles
+// after it are skipped without changing a bit: a decode row's -inf tail up to its bucketed span,
+// which at a short context was most of the step's attention time (ncu: 33 us a layer at 10 keys).
+template <int G>
+__device__ int64_t live_tiles(const AttnArgs& a, int64_t t, int64_t tile0, int64_t tile1, int64_t end, Smem<G>& sm) {
+  if (threadIdx.x == 0) sm.live = 0;
+  __syncthreads();
+  const int64_t j = tile0 * kTile + threadIdx.x;
+  if (j < tile1 * kTile && j < end && elem(a.mask, j, t, 0) != -INFINITY)
+    atomicMax(&sm.live, static_cast<int>(threadIdx.x) / kTile + 1);
+  __syncthreads();
+  return tile0 + sm.live;
+}
+
 // Tiles [tile0, tile1) of row t for heads h0 .. h0 + G - 1; thread d accumulates output element d
 // of every head. Leaves the running max and sum in sm and returns the thread's outputs.
 template <int EPL, int G, int kKv>
@@ -168,6 +184,7 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
   for (int g = 0; g < G; ++g) acc[g] = 0.0f;
   const int64_t d = threadIdx.x;
   const char* vbase = a.v.data + d * a.v.nb[0] + kv * a.v.nb[1];
+  if (a.has_mask && (tile1 - tile0) * kTile <= kThreads) tile1 = live_tiles<G>(a, t, tile0, tile1, end, sm);
   for (int64_t tile = tile0; tile < tile1; ++tile) {
     const int64_t j0 = tile * kTile;
     if (j0 >= end) break;

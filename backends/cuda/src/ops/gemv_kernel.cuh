@@ -21,6 +21,7 @@
 // hold what, never the sequence of float operations of one output.
 #pragma once
 
+#include <algorithm>
 #include <initializer_list>
 #include <type_traits>
 
@@ -459,15 +460,34 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
   }
 }
 
+template <DType WT, class Act>
+int gemv_block_threads(int64_t k) {
+  return gemv_threads(k, WChunk<WT>::E * kThreadChunks<WT, Act>);
+}
+
 // GEMVs are launched as programmatic dependents (common.cuh): resident while the previous kernel
 // finishes, they wait (pdl_wait) before reading activations or writing anything.
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 void launch_rows(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, const Epi& epi) {
   const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(w.n, R)),
                   static_cast<unsigned>(rows.count() < kMaxGridY ? rows.count() : kMaxGridY));
-  const dim3 block(static_cast<unsigned>(gemv_threads(w.k, WChunk<WT>::E * kThreadChunks<WT, Act>)));
+  const dim3 block(static_cast<unsigned>(gemv_block_threads<WT, Act>(w.k)));
   launch_pdl(gemv_kernel<WT, M, R, Act, Rows, Epi>, grid, block, ctx.stream, w, x, rows, epi);
   GL_CUDA_CHECK(cudaGetLastError());
+}
+
+// Blocks of this instantiation at this block size the whole device holds at once.
+template <DType WT, int M, int R, class Act, class Rows, class Epi>
+int64_t gemv_slots(const Ctx& ctx, int threads) {
+  int per_sm = 0, sms = 0;
+  GL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_kernel<WT, M, R, Act, Rows, Epi>, threads, 0));
+  GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
+  return std::max<int64_t>(int64_t{per_sm} * sms, 1);
+}
+
+// How evenly `blocks` fill whole waves of `slots`: 1 when the last wave is full.
+inline double wave_fill(int64_t blocks, int64_t slots) {
+  return static_cast<double>(blocks) / static_cast<double>(ceil_div(blocks, slots) * slots);
 }
 
 // Weight rows per block at one activation row that a quantized type's traits ask for (kGemvRows),
@@ -498,12 +518,19 @@ void launch(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, cons
   // (Only the row counts used are instantiated: the other branch is discarded.)
   // Int8 activations cost little to re-read, so the rows per block shrink until the grid has
   // kManyBlocks: ncu showed a 4096 x 4096 Q4_K GEMV at 24% occupancy with 1024 blocks of 64 threads.
+  // Of those, the most rows whose grid fills its last wave about as well (wave_fill): ncu on the
+  // H100 had a 4096 x 8192 Q4_K GEMV's 2,048 blocks of 4 rows (72 registers, 14 blocks per SM) in
+  // 1.11 waves.
   constexpr int64_t kManyBlocks = 2048;
   if constexpr (std::is_same_v<Act, Q8Act>) {
     constexpr int kQ = gemv_rows_of<WT>();
     static_assert(kQ == 4, "int8 GEMV rows: 4, 2 or 1");
-    if (ceil_div<int64_t>(w.n, 4) * rows.count() >= kManyBlocks) return launch_rows<WT, M, 4>(ctx, w, x, rows, epi);
-    if (ceil_div<int64_t>(w.n, 2) * rows.count() >= kManyBlocks) return launch_rows<WT, M, 2>(ctx, w, x, rows, epi);
+    const int threads = gemv_block_threads<WT, Act>(w.k);
+    const int64_t b4 = ceil_div<int64_t>(w.n, 4) * rows.count(), b2 = ceil_div<int64_t>(w.n, 2) * rows.count();
+    const double f4 = wave_fill(b4, gemv_slots<WT, M, 4, Act, Rows, Epi>(ctx, threads));
+    const double f2 = wave_fill(b2, gemv_slots<WT, M, 2, Act, Rows, Epi>(ctx, threads));
+    if (b4 >= kManyBlocks && f4 >= f2 - 0.05) return launch_rows<WT, M, 4>(ctx, w, x, rows, epi);
+    if (b2 >= kManyBlocks) return launch_rows<WT, M, 2>(ctx, w, x, rows, epi);
     launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
   } else if constexpr (is_weight_only_quant(WT)) {
     constexpr int kQ = gemv_rows_of<WT>();

@@ -397,6 +397,14 @@ size_t mul_mat_workspace(const Tensor& dst) {
   return l.x_bytes + l.w_bytes;
 }
 
+const Tensor* mul_mat_workspace_share(const Tensor& dst) {
+  const Tensor& x = *dst.src[1];
+  if (nelements(dst) == 0 || !gemv_path(*dst.src[0], x) || mm::q8_act_bytes(dst.src[0]->type, x) == 0) return nullptr;
+  // Only a node's own output stays unchanged while its consumers run (not a leaf, not a view).
+  if (x.op == Op::NONE || x.view_src || is_view_op(x.op)) return nullptr;
+  return &x;
+}
+
 void mul_mat(const Ctx& ctx, Tensor& dst) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];

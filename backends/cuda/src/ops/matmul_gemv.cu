@@ -56,7 +56,12 @@ void gemv_mul_mat_with(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor&
   const WDesc wd = weight_desc(w, {static_cast<int64_t>(w.nb[2]), static_cast<int64_t>(w.nb[3])});
   if (int8_activations(ctx, w.type, dst)) {
     char* q = static_cast<char*>(dst.workspace);
-    quantize_rows_q8(ctx, x, q);
+    // Only a shared workspace is known to be untouched since another product of x quantized it.
+    Q8Memo* memo = mul_mat_workspace_share(dst) == &x ? ctx.q8 : nullptr;
+    if (!memo || !memo->holds(q, x)) {
+      quantize_rows_q8(ctx, x, q);
+      if (memo) *memo = {q, &x, x.data};
+    }
     const int64_t s = q8_row_stride(x.ne[0]);
     rows.x = q, rows.x_nb1 = s, rows.x_nb2 = s * m, rows.x_nb3 = s * m * x.ne[2];
     return launch_q8(ctx, w.type, rows_per_group, wd, rows, epi);
