@@ -291,6 +291,22 @@ struct WChunk<DType::F16> : WChunk16<DType::F16> {};
 template <>
 struct WChunk<DType::BF16> : WChunk16<DType::BF16> {};
 
+// The chunk a weight type takes against int8 activations (Q8Act): its traits' Q8Wide where they
+// have one (the K-quants of quants/k4.cuh: 64 elements), else the float path's chunk.
+template <DType WT>
+struct WChunkQ8 : WChunk<WT> {};
+
+template <DType WT>
+  requires requires { typename QuantTraits<WT>::Q8Wide; }
+struct WChunkQ8<WT> {
+  using Q = typename QuantTraits<WT>::Q8Wide;
+  static constexpr int E = Q::kChunk;
+  static constexpr int kRuns = Q::kRuns;
+  __device__ static int64_t run_start(int64_t c, int r) { return Q::run_start(c, r); }
+  using Chunk = typename Q::Chunk;
+  __device__ static void load(const char* row, int64_t c, const WDesc& w, Chunk& out) { Q::load_chunk(row, c, out, w.vec); }
+};
+
 // The activations of chunk c of weight chunk type C, run by run (v[r * L + e] is element
 // run_start(c, r) + e).
 template <class C>
@@ -351,11 +367,16 @@ struct Q8Act {
   template <class C>
   __device__ void load(const char* row, int64_t c, int64_t k, Vals<C>& out) const {
     constexpr int L = C::E / C::kRuns;
-    static_assert(L == 16 || L == 8, "runs are 8 or 16 quants");
+    static_assert(L == 32 || L == 16 || L == 8, "runs are 8, 16 or 32 quants");
 #pragma unroll
     for (int r = 0; r < C::kRuns; ++r) {
       const int64_t s = C::run_start(c, r);
-      if constexpr (L == 16) {
+      if constexpr (L == 32) {
+        const int4 u = __ldg(reinterpret_cast<const int4*>(row + s));
+        const int4 v = __ldg(reinterpret_cast<const int4*>(row + s) + 1);
+        out.q[8 * r] = u.x, out.q[8 * r + 1] = u.y, out.q[8 * r + 2] = u.z, out.q[8 * r + 3] = u.w;
+        out.q[8 * r + 4] = v.x, out.q[8 * r + 5] = v.y, out.q[8 * r + 6] = v.z, out.q[8 * r + 7] = v.w;
+      } else if constexpr (L == 16) {
         const int4 u = __ldg(reinterpret_cast<const int4*>(row + s));
         out.q[4 * r] = u.x, out.q[4 * r + 1] = u.y, out.q[4 * r + 2] = u.z, out.q[4 * r + 3] = u.w;
       } else {
@@ -377,14 +398,19 @@ constexpr int kChunkUnroll = is_weight_only_quant(WT) ? 1 : 2;
 // Chunks per thread: int8 activations leave registers for two chunks in flight, and the thread
 // count halves so that a 4096-long row still gives each thread two (ncu: the one-chunk Q4_K GEMVs
 // were latency-bound at 35% occupancy).
+// The weight chunk type of the kernel: WChunkQ8 against int8 activations, else WChunk.
+template <DType WT, class Act>
+using ActChunk = std::conditional_t<std::is_same_v<Act, Q8Act>, WChunkQ8<WT>, WChunk<WT>>;
+
 template <DType WT, class Act>
 constexpr int kChunksInFlight = std::is_same_v<Act, Q8Act> ? 2 : kChunkUnroll<WT>;
+// (The 64-element int8 chunks keep the 32-element ones' thread count: one chunk each per 64.)
 template <DType WT, class Act>
-constexpr int kThreadChunks = std::is_same_v<Act, Q8Act> ? 2 : 1;
+constexpr int kThreadChunks = std::is_same_v<Act, Q8Act> && ActChunk<WT, Act>::E < 64 ? 2 : 1;
 
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows rows, Epi epi) {
-  using C = WChunk<WT>;
+  using C = ActChunk<WT, Act>;
   __shared__ float red[kMaxThreads / kWarp][R * M];
   const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
   const int n_warps = static_cast<int>(blockDim.x) / kWarp;
@@ -462,7 +488,7 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
 
 template <DType WT, class Act>
 int gemv_block_threads(int64_t k) {
-  return gemv_threads(k, WChunk<WT>::E * kThreadChunks<WT, Act>);
+  return gemv_threads(k, ActChunk<WT, Act>::E * kThreadChunks<WT, Act>);
 }
 
 // GEMVs are launched as programmatic dependents (common.cuh): resident while the previous kernel

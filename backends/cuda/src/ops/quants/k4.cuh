@@ -172,6 +172,70 @@ struct KBlock4 {
     acc = fmaf(w.f[1].d * dx[1], qio::to_f(s1), acc);
     return fmaf(-w.f[1].m * dx[1], qio::to_f(z1), acc);
   }
+
+  // The int8 GEMV's chunk (matmul_gemv_q8.cu, gemv_kernel.cuh's WChunkQ8): a whole 32-byte quant
+  // group c4 = c % 4 of block c / 4, 64 elements, whose low nibbles are sub-block 2 c4 (run 0) and
+  // high nibbles sub-block 2 c4 + 1 (run 1), each one whole 32-element activation block. A
+  // sub-block's scale and min are decoded once instead of once per half: ncu had the 32-element
+  // chunks issue-bound (about 75 instructions per 16 quant bytes, Q4_K GEMVs at 1.0-1.5 TB/s).
+  struct Q8Wide {
+    static constexpr int kChunk = 64;
+    static constexpr int kRuns = 2;
+    __device__ static int64_t run_start(int64_t c, int r) { return (c >> 2) * kBlock + 64 * (c & 3) + 32 * r; }
+    struct Chunk {
+      uint32_t q[8];   // quant bytes: low nibbles run 0, high nibbles run 1
+      uint32_t hb[8];  // Q5_K: fifth bits, bit 0 / bit 1 of byte e (as KBlock4::Chunk)
+      Factors f[2];
+    };
+    __device__ static void load_chunk(const char* row, int64_t c, Chunk& out, bool vec) {
+      const char* blk = row + (c >> 2) * int64_t{kBlockBytes};
+      const int c4 = static_cast<int>(c & 3);
+      uint32_t hdr[4], a[4], b[4];
+      qio::ld128(blk, vec, hdr);
+      qio::ld128(blk + L::kQs + 32 * c4, vec, a);
+      qio::ld128(blk + L::kQs + 32 * c4 + 16, vec, b);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out.q[i] = a[i], out.q[4 + i] = b[i];
+      if constexpr (L::kHighBits) {
+        qio::ld128(blk + L::kQh, vec, a);
+        qio::ld128(blk + L::kQh + 16, vec, b);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          out.hb[i] = (a[i] >> (2 * c4)) & 0x03030303u;
+          out.hb[4 + i] = (b[i] >> (2 * c4)) & 0x03030303u;
+        }
+      }
+      const uint32_t sc[3] = {hdr[1], hdr[2], hdr[3]};
+      const float d = qio::f16(hdr[0]), dmin = qio::f16(hdr[0] >> 16);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        int ls, lm;
+        k4_scale_min(sc, 2 * c4 + r, ls, lm);
+        out.f[r] = {d * qio::to_f(ls), dmin * qio::to_f(lm)};
+      }
+    }
+    // Per run d dx sum(q xq) - m dx sum(xq), the integer sums exact (dp4a); xq holds run r's 32
+    // quants in words 8 r .. 8 r + 7, dx[r] the scale of its activation block.
+    __device__ static float dot_q8(const Chunk& w, const int (&xq)[16], const float (&dx)[2], float acc) {
+      int s0 = 0, s1 = 0, z0 = 0, z1 = 0;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        uint32_t lo = w.q[i] & 0x0F0F0F0Fu, hi = (w.q[i] >> 4) & 0x0F0F0F0Fu;
+        if constexpr (L::kHighBits) {
+          lo |= (w.hb[i] & 0x01010101u) << 4;
+          hi |= (w.hb[i] & 0x02020202u) << 3;
+        }
+        s0 = __dp4a(static_cast<int>(lo), xq[i], s0);
+        s1 = __dp4a(static_cast<int>(hi), xq[8 + i], s1);
+        z0 = __dp4a(0x01010101, xq[i], z0);
+        z1 = __dp4a(0x01010101, xq[8 + i], z1);
+      }
+      acc = fmaf(w.f[0].d * dx[0], qio::to_f(s0), acc);
+      acc = fmaf(-w.f[0].m * dx[0], qio::to_f(z0), acc);
+      acc = fmaf(w.f[1].d * dx[1], qio::to_f(s1), acc);
+      return fmaf(-w.f[1].m * dx[1], qio::to_f(z1), acc);
+    }
+  };
 };
 
 }  // namespace gl::cuda
