@@ -428,7 +428,6 @@ TEST(Planner, WorkspaceLivesForItsNodeOnly) {
   for (size_t j = 0; j < g.nodes().size(); ++j) EXPECT_EQ(g2.nodes()[j]->workspace, g.nodes()[j]->workspace);
 }
 
-
 // SILU kernels whose scratch holds something of their source's: siblings of one source share it.
 class SharedScratchBackend final : public test::FakeBackend {
  public:

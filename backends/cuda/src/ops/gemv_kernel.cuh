@@ -297,14 +297,16 @@ template <DType WT>
 struct WChunkQ8 : WChunk<WT> {};
 
 template <DType WT>
-  requires requires { typename QuantTraits<WT>::Q8Wide; }
+requires requires { typename QuantTraits<WT>::Q8Wide; }
 struct WChunkQ8<WT> {
   using Q = typename QuantTraits<WT>::Q8Wide;
   static constexpr int E = Q::kChunk;
   static constexpr int kRuns = Q::kRuns;
   __device__ static int64_t run_start(int64_t c, int r) { return Q::run_start(c, r); }
   using Chunk = typename Q::Chunk;
-  __device__ static void load(const char* row, int64_t c, const WDesc& w, Chunk& out) { Q::load_chunk(row, c, out, w.vec); }
+  __device__ static void load(const char* row, int64_t c, const WDesc& w, Chunk& out) {
+    Q::load_chunk(row, c, out, w.vec);
+  }
 };
 
 // The activations of chunk c of weight chunk type C, run by run (v[r * L + e] is element
@@ -406,7 +408,7 @@ template <DType WT, class Act>
 constexpr int kChunksInFlight = std::is_same_v<Act, Q8Act> ? 2 : kChunkUnroll<WT>;
 // (The 64-element int8 chunks keep the 32-element ones' thread count: one chunk each per 64.)
 template <DType WT, class Act>
-constexpr int kThreadChunks = std::is_same_v<Act, Q8Act> && ActChunk<WT, Act>::E < 64 ? 2 : 1;
+constexpr int kThreadChunks = std::is_same_v<Act, Q8Act>&& ActChunk<WT, Act>::E < 64 ? 2 : 1;
 
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows rows, Epi epi) {
@@ -506,7 +508,8 @@ void launch_rows(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows,
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 int64_t gemv_slots(const Ctx& ctx, int threads) {
   int per_sm = 0, sms = 0;
-  GL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_kernel<WT, M, R, Act, Rows, Epi>, threads, 0));
+  GL_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_kernel<WT, M, R, Act, Rows, Epi>, threads, 0));
   GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
   return std::max<int64_t>(int64_t{per_sm} * sms, 1);
 }

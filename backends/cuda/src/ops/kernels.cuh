@@ -66,8 +66,8 @@ size_t mul_mat_id_route_bytes(const Tensor& dst);  // the routing tables at the 
 // The GEMV path's int8 activations of src[1], the same for every product of that input: the
 // node's Backend::workspace_share key (src[1]), so the input is quantized once for all of them.
 const Tensor* mul_mat_workspace_share(const Tensor& dst);
-size_t mul_mat_workspace(const Tensor& dst);       // the cuBLAS path's converted activations and weight tile
-size_t argmax_workspace(const Tensor& dst);        // per-segment partials of long rows
+size_t mul_mat_workspace(const Tensor& dst);  // the cuBLAS path's converted activations and weight tile
+size_t argmax_workspace(const Tensor& dst);   // per-segment partials of long rows
 
 // Per family: can the entry compute this node (dtypes, layouts)? Unsupported nodes run on the CPU.
 bool supports_flash_attn(const Tensor& node);

@@ -111,7 +111,8 @@ constexpr int kRowsPerBlock = 8;
 
 template <bool kMul>
 __global__ void __launch_bounds__(kRowLanes* kRowsPerBlock)
-    short_norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, TensorArg w, TensorArg m, bool w_row) {
+    short_norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, TensorArg w, TensorArg m,
+                      bool w_row) {
   pdl_trigger();  // a following GEMV may become resident while this kernel runs
   const int lane = threadIdx.x % kRowLanes;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kRowLanes;
