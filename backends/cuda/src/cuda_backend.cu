@@ -12,6 +12,7 @@
 #include "ggml-lite/diag.h"
 #include "graph_cache.cuh"
 #include "ops/kernels.cuh"
+#include "ops/q8_input.cuh"
 #include "profiler.cuh"
 #include "staging.cuh"
 
@@ -338,9 +339,10 @@ class CudaBackend final : public Backend {
   size_t fuse(std::span<Tensor* const> nodes) {
     if (!fusion_ || nodes.size() < 2) return 0;
     if (const int n = mul_mat_chain(ctx_, nodes)) return static_cast<size_t>(n);
-    if (nodes.size() >= 3 && norm_add_mul(ctx_, *nodes[0], *nodes[1], *nodes[2])) return 3;
+    auto after = [&](size_t n) { return nodes.size() > n ? nodes[n] : nullptr; };
+    if (nodes.size() >= 3 && norm_add_mul(ctx_, *nodes[0], *nodes[1], *nodes[2], after(3))) return 3;
     if (nodes.size() >= 3 && conv_window(ctx_, *nodes[0], *nodes[1], *nodes[2])) return 3;
-    if (norm_mul(ctx_, *nodes[0], *nodes[1])) return 2;
+    if (norm_mul(ctx_, *nodes[0], *nodes[1], after(2))) return 2;
     if (softmax_top_k(ctx_, *nodes[0], *nodes[1])) return 2;
     if (const int n = expert_weights(ctx_, nodes)) return static_cast<size_t>(n);
     return static_cast<size_t>(elementwise_chain(ctx_, nodes));

@@ -6,6 +6,7 @@
 #include "gemv_kernel.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
+#include "q8_input.cuh"
 
 namespace gl::cuda::mm {
 namespace {
@@ -119,3 +120,14 @@ void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, con
 }
 
 }  // namespace gl::cuda::mm
+
+namespace gl::cuda {
+
+char* q8_input_target(const Ctx& ctx, const Tensor& x, const Tensor* next) {
+  if (!next || !ctx.q8 || next->op != Op::MUL_MAT || next->src[1] != &x || !next->workspace) return nullptr;
+  if (ctx.precision != Precision::FAST || !mm::q8_gemv_type(next->src[0]->type) || x.ne[0] % 32 != 0) return nullptr;
+  if (mul_mat_workspace_share(*next) != &x) return nullptr;
+  return static_cast<char*>(next->workspace);
+}
+
+}  // namespace gl::cuda

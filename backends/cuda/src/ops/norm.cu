@@ -10,9 +10,13 @@
 // RMSNorm of the model -- runs as one kernel that writes both nodes' results (the norm's too, so
 // any other reader of it still finds it), with the same float multiply as the separate MUL. The
 // residual add before a layer's norms joins too (add -> norm -> mul, one kernel writing all three).
+#include <initializer_list>
+
 #include "cuda_utils.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
+#include "mm_utils.cuh"
+#include "q8_input.cuh"
 
 namespace gl::cuda {
 namespace {
@@ -178,7 +182,31 @@ struct WideRows {
   const float* w;  // kMul: m = y * w (one weight row for all rows)
   float* m;
   int64_t ne0, rows;
+  char* q8 = nullptr;  // kMul: m's rows also as int8 blocks of 32 (matmul_gemv_q8.cu's layout)
+  int64_t q8_stride = 0;
 };
+
+// m's float4 chunks of one row (thread t: chunk t + c blockDim.x) quantized as quantize_rows_q8
+// does it, bit for bit: a 32-element block is 8 adjacent threads' chunks, d = max|m| / 127 and
+// q = round(m / d). Every thread of the block calls it (the max takes shuffles).
+__device__ void store_q8_row(const float4 (&mv)[kWideChunks], int64_t n4, char* row, int64_t ne0) {
+#pragma unroll
+  for (int c = 0; c < kWideChunks; ++c) {
+    const int64_t i = threadIdx.x + int64_t{c} * blockDim.x;
+    const float4 v = mv[c];
+    float amax = i < n4 ? fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))) : 0.0f;
+#pragma unroll
+    for (int off = 1; off < 8; off <<= 1) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
+    if (i >= n4) continue;
+    const float d = __fdiv_rn(amax, 127.0f);
+    auto q = [&](float e) {
+      const int r = amax > 0.0f ? __float2int_rn(__fdiv_rn(e, d)) : 0;
+      return static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(max(-127, min(127, r)))));
+    };
+    reinterpret_cast<uint32_t*>(row)[i] = q(v.x) | (q(v.y) << 8) | (q(v.z) << 16) | (q(v.w) << 24);
+    if (i % 8 == 0) reinterpret_cast<float*>(row + ne0)[i / 8] = d;
+  }
+}
 
 template <bool kAdd, bool kMul>
 __global__ void __launch_bounds__(kNormThreads) wide_norm_kernel(WideRows a, bool rms, double eps) {
@@ -212,17 +240,21 @@ __global__ void __launch_bounds__(kNormThreads) wide_norm_kernel(WideRows a, boo
     }
     ss = group_reduce(ss, SumOp{}, scratch);
     const double inv = 1.0 / sqrt((rms ? ss / static_cast<double>(a.ne0) : ss) + eps);
+    float4 mv[kWideChunks];
 #pragma unroll
     for (int c = 0; c < kWideChunks; ++c) {
       const int64_t i = threadIdx.x + int64_t{c} * blockDim.x;
+      mv[c] = float4{};
       if (i >= n4) continue;
       const float4 yv{static_cast<float>(xv[c].x * inv), static_cast<float>(xv[c].y * inv),
                       static_cast<float>(xv[c].z * inv), static_cast<float>(xv[c].w * inv)};
       reinterpret_cast<float4*>(a.y)[off + i] = yv;
-      if constexpr (kMul)
-        reinterpret_cast<float4*>(a.m)[off + i] =
-            float4{yv.x * wv[c].x, yv.y * wv[c].y, yv.z * wv[c].z, yv.w * wv[c].w};
+      if constexpr (kMul) {
+        mv[c] = float4{yv.x * wv[c].x, yv.y * wv[c].y, yv.z * wv[c].z, yv.w * wv[c].w};
+        reinterpret_cast<float4*>(a.m)[off + i] = mv[c];
+      }
     }
+    if (kMul && a.q8) store_q8_row(mv, n4, a.q8 + r * a.q8_stride, a.ne0);
   }
 }
 
@@ -272,9 +304,35 @@ bool weight_mul_fusable(const Tensor& nrm, const Tensor& mul) {
   return true;
 }
 
+bool overlaps(const char* p, size_t n, const Tensor& t) {
+  const char* d = static_cast<const char*>(t.data);
+  return p < d + nbytes(t) && d < p + n;
+}
+
+// Points a (the wide kernel's rows, which read and write `touched`) at next's int8 workspace when
+// q8_input_target gives one that none of them overlaps; true when it did.
+bool add_q8_output(const Ctx& ctx, WideRows& a, const Tensor& mul, const Tensor* next,
+                   std::initializer_list<const Tensor*> touched) {
+  char* q = q8_input_target(ctx, mul, next);
+  if (!q || a.ne0 % 32 != 0) return false;
+  const int64_t stride = mm::q8_row_stride(a.ne0);
+  const size_t n = static_cast<size_t>(stride * a.rows);
+  for (const Tensor* t : touched)
+    if (overlaps(q, n, *t)) return false;
+  a.q8 = q;
+  a.q8_stride = stride;
+  return true;
+}
+
 }  // namespace
 
-bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
+bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) { return norm_mul(ctx, nrm, mul, nullptr); }
+
+bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& nrm, Tensor& mul) {
+  return norm_add_mul(ctx, add, nrm, mul, nullptr);
+}
+
+bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul, const Tensor* next) {
   if (!is_norm(nrm) || !weight_mul_fusable(nrm, mul)) return false;
   const bool rms = nrm.op == Op::RMS_NORM;
   const double eps = static_cast<double>(nrm.p<NormParams>().eps);
@@ -289,7 +347,9 @@ bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
                static_cast<float*>(mul.data),
                nrm.ne[0],
                nrows(nrm)};
+    const bool q8 = add_q8_output(ctx, a, mul, next, {&x, &nrm, &mul, mul.src[1]});
     launch_wide<false, true>(ctx, a, rms, eps);
+    if (q8) *ctx.q8 = {a.q8, &mul, mul.data};
     return true;
   }
   if (launch_short<true>(ctx, *nrm.src[0], nrm, mul.src[1], &mul)) return true;
@@ -305,7 +365,7 @@ bool norm_mul(const Ctx& ctx, Tensor& nrm, Tensor& mul) {
 
 // The residual add of a layer and the norm x weight after it: rows that fit the register cache, an
 // F32 add without broadcast, and no output overlapping what the kernel still reads.
-bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& nrm, Tensor& mul) {
+bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& nrm, Tensor& mul, const Tensor* next) {
   if (add.op != Op::ADD || !is_norm(nrm) || nrm.src[0] != &add || !weight_mul_fusable(nrm, mul)) return false;
   const Tensor& a = *add.src[0];
   const Tensor& b = *add.src[1];
@@ -330,7 +390,9 @@ bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& nrm, Tensor& mul) {
                static_cast<float*>(mul.data),
                nrm.ne[0],
                nrows(nrm)};
+    const bool q8 = add_q8_output(ctx, w, mul, next, {&a, &b, &add, &nrm, &mul, mul.src[1]});
     launch_wide<true, true>(ctx, w, rms, eps);
+    if (q8) *ctx.q8 = {w.q8, &mul, mul.data};
     return true;
   }
   const RowLaunch l = row_launch(nrm.ne[0], nrows(nrm), kNormThreads);
