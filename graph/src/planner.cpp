@@ -157,12 +157,14 @@ class Planner {
   }
 
   // Backend::workspace_share: per key its block's size and its last node, for keys of two or more.
+  // A key with views gets none: a node writing through a view (CPY, SET_ROWS) could change it
+  // between two of the nodes that share what was made of it.
   void find_shared_workspaces() {
     std::unordered_map<const Tensor*, int> members;
     for (const Tensor* n : g_.nodes()) {
       const size_t bytes = workspace_bytes(*n);
       const Tensor* key = bytes ? backend_->workspace_share(*n) : nullptr;
-      if (!key) continue;
+      if (!key || count(views_, key) > 0) continue;
       ++members[key];
       Shared& s = shared_[key];
       s.size = std::max(s.size, align_up(bytes, alignment_));
@@ -187,6 +189,7 @@ class Planner {
     plan_.workspaces[&n] = off;
     plan_.workspace_sizes[&n] = size;
     if (first) plan_.naive_bytes += size;
+    if (shared != shared_.end()) ++plan_.n_shared_workspaces;
     if (shared != shared_.end() && first) shared->second.off = static_cast<int64_t>(off);
     if (shared == shared_.end() || shared->second.last == &n) arena_.release(off, size);
   }

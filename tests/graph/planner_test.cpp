@@ -451,6 +451,7 @@ TEST(Planner, SharedWorkspaceLivesFromTheFirstOfItsNodesToTheLast) {
   Graph g = Graph::build({out});
   const MemoryPlan plan = plan_memory(g, 64, -1, &be);
   ASSERT_EQ(plan.workspaces.size(), 3u);
+  EXPECT_EQ(plan.n_shared_workspaces, 2);
   ASSERT_EQ(plan.workspaces.at(a), plan.workspaces.at(b));
   EXPECT_NE(plan.workspaces.at(out), plan.workspaces.at(a));
   const auto pos = [&](const Tensor* t) {
@@ -462,6 +463,18 @@ TEST(Planner, SharedWorkspaceLivesFromTheFirstOfItsNodesToTheLast) {
     const bool shared = ws < l.off + l.size && l.off < ws + 4000;
     EXPECT_FALSE(live && shared) << "the shared scratch overlaps " << name_of(l.t);
   }
+}
+
+// A source with a view (something may write through it between the SILUs) gets no shared block.
+TEST(Planner, NoSharedWorkspaceForASourceWithViews) {
+  SharedScratchBackend be;
+  Context ctx;
+  Tensor* x = scale(ctx, input(ctx, {256, 8}, "x"), 2.0f);
+  Tensor* v = view_1d(ctx, x, 256, 0);
+  Graph g = Graph::build({add(ctx, silu(ctx, x), silu(ctx, x)), scale(ctx, v, 3.0f)});
+  const MemoryPlan plan = plan_memory(g, 64, -1, &be);
+  EXPECT_EQ(plan.workspaces.size(), 2u);
+  EXPECT_EQ(plan.n_shared_workspaces, 0);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "ggml-lite/diag.h"
 #include "graph_cache.cuh"
 #include "ops/kernels.cuh"
+#include "ops/mm_utils.cuh"
 #include "ops/q8_input.cuh"
 #include "profiler.cuh"
 #include "staging.cuh"
@@ -316,7 +317,15 @@ class CudaBackend final : public Backend {
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
       if (prof_.enabled()) prof_.before(ctx_.stream);
       try {
+        forget_overwritten_q8(*node);
+        const Q8Memo before = q8_memo_;
         if (const size_t fused = fuse(nodes.subspan(i))) {
+          // A launch that made the rows wrote them last (a norm aliasing its product in place
+          // included); another may have written over them with a later node of its group.
+          const bool made_rows =
+              q8_memo_.workspace != before.workspace || q8_memo_.x != before.x || q8_memo_.data != before.data;
+          if (!made_rows)
+            for (size_t j = i + 1; j < i + fused; ++j) forget_overwritten_q8(*nodes[j]);
           i += fused - 1;
           node = nodes[i];  // launched with its predecessors; checked below as the group's last node
         } else {
@@ -332,6 +341,26 @@ class CudaBackend final : public Backend {
       }
     }
     return {};
+  }
+
+  // Q8Memo describes int8 rows of x in a workspace; a node that writes over either (through its
+  // output, a view of x included, or a workspace of its own) ends it. A product reading the rows
+  // and x's own producer do not. (The planner also gives a shared block only to an x without views.)
+  void forget_overwritten_q8(const Tensor& node) {
+    const Q8Memo& m = q8_memo_;
+    if (!m.x || &node == m.x || node.op == Op::NONE || !node.data) return;
+    const char* ws = static_cast<const char*>(m.workspace);
+    const size_t ws_bytes = static_cast<size_t>(mm::q8_row_stride(m.x->ne[0]) * nrows(*m.x));
+    auto overlaps = [](const void* p, size_t n, const void* q, size_t qn) {
+      const char* a = static_cast<const char*>(p);
+      const char* b = static_cast<const char*>(q);
+      return a < b + qn && b < a + n;
+    };
+    const bool reads_rows = node.op == Op::MUL_MAT && node.src[1] == m.x && node.workspace == m.workspace;
+    const size_t own_ws = node.workspace && !reads_rows ? node_workspace(node) : 0;
+    if (overlaps(node.data, nbytes(node), ws, ws_bytes) || overlaps(node.data, nbytes(node), m.x->data, nbytes(*m.x)) ||
+        (own_ws > 0 && overlaps(node.workspace, own_ws, ws, ws_bytes)))
+      q8_memo_ = {};
   }
 
   // Adjacent nodes with a fused kernel (see the entries' comments): how many were launched, 0

@@ -32,6 +32,7 @@ struct MemoryPlan {
   size_t arena_bytes = 0;                                     // peak: the arena size needed
   size_t naive_bytes = 0;                                     // sum of all planned sizes (what no reuse would need)
   int n_inplace = 0;                                          // nodes that took their source's memory
+  int n_shared_workspaces = 0;                                // nodes whose scratch is a shared block
   std::unordered_map<const Tensor*, size_t> workspaces;       // node -> offset of its scratch block
   std::unordered_map<const Tensor*, size_t> workspace_sizes;  // node -> aligned bytes of that block
   // The same placements by graph position (offset -1: not planned), so a plan

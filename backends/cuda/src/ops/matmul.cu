@@ -417,7 +417,8 @@ void mul_mat(const Ctx& ctx, Tensor& dst) {
 namespace {
 
 // The product's workspace (its int8 activations under FAST) is read throughout the launch, but the
-// planner keeps it for the product's own node only: a later node's output may lie on it.
+// planner keeps it only up to the product's own node (or the last product sharing it): a later
+// node's output may lie on it.
 bool clear_of_workspace(const Tensor& out, const Tensor& mm) {
   const size_t n = mul_mat_workspace(mm);
   if (n == 0 || mm.workspace == nullptr) return true;
