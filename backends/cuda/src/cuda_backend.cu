@@ -12,7 +12,6 @@
 #include "ggml-lite/diag.h"
 #include "graph_cache.cuh"
 #include "ops/kernels.cuh"
-#include "ops/mm_utils.cuh"
 #include "ops/q8_input.cuh"
 #include "profiler.cuh"
 #include "staging.cuh"
@@ -349,17 +348,11 @@ class CudaBackend final : public Backend {
   void forget_overwritten_q8(const Tensor& node) {
     const Q8Memo& m = q8_memo_;
     if (!m.x || &node == m.x || node.op == Op::NONE || !node.data) return;
-    const char* ws = static_cast<const char*>(m.workspace);
-    const size_t ws_bytes = static_cast<size_t>(mm::q8_row_stride(m.x->ne[0]) * nrows(*m.x));
-    auto overlaps = [](const void* p, size_t n, const void* q, size_t qn) {
-      const char* a = static_cast<const char*>(p);
-      const char* b = static_cast<const char*>(q);
-      return a < b + qn && b < a + n;
-    };
+    const size_t rows = q8_rows_bytes(*m.x), out = nbytes(node);
     const bool reads_rows = node.op == Op::MUL_MAT && node.src[1] == m.x && node.workspace == m.workspace;
     const size_t own_ws = node.workspace && !reads_rows ? node_workspace(node) : 0;
-    if (overlaps(node.data, nbytes(node), ws, ws_bytes) || overlaps(node.data, nbytes(node), m.x->data, nbytes(*m.x)) ||
-        (own_ws > 0 && overlaps(node.workspace, own_ws, ws, ws_bytes)))
+    if (bytes_overlap(node.data, out, m.workspace, rows) || bytes_overlap(node.data, out, m.x->data, nbytes(*m.x)) ||
+        bytes_overlap(node.workspace, own_ws, m.workspace, rows))
       q8_memo_ = {};
   }
 

@@ -130,4 +130,6 @@ char* q8_input_target(const Ctx& ctx, const Tensor& x, const Tensor* next) {
   return static_cast<char*>(next->workspace);
 }
 
+size_t q8_rows_bytes(const Tensor& x) { return static_cast<size_t>(mm::q8_row_stride(x.ne[0]) * nrows(x)); }
+
 }  // namespace gl::cuda

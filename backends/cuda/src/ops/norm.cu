@@ -304,23 +304,17 @@ bool weight_mul_fusable(const Tensor& nrm, const Tensor& mul) {
   return true;
 }
 
-bool overlaps(const char* p, size_t n, const Tensor& t) {
-  const char* d = static_cast<const char*>(t.data);
-  return p < d + nbytes(t) && d < p + n;
-}
-
 // Points a (the wide kernel's rows, which read and write `touched`) at next's int8 workspace when
 // q8_input_target gives one that none of them overlaps; true when it did.
 bool add_q8_output(const Ctx& ctx, WideRows& a, const Tensor& mul, const Tensor* next,
                    std::initializer_list<const Tensor*> touched) {
   char* q = q8_input_target(ctx, mul, next);
   if (!q || a.ne0 % 32 != 0) return false;
-  const int64_t stride = mm::q8_row_stride(a.ne0);
-  const size_t n = static_cast<size_t>(stride * a.rows);
+  const size_t n = q8_rows_bytes(mul);
   for (const Tensor* t : touched)
-    if (overlaps(q, n, *t)) return false;
+    if (bytes_overlap(q, n, t->data, nbytes(*t))) return false;
   a.q8 = q;
-  a.q8_stride = stride;
+  a.q8_stride = mm::q8_row_stride(a.ne0);
   return true;
 }
 

@@ -16,6 +16,16 @@ namespace gl::cuda {
 // shared workspace: that workspace; else nullptr.
 char* q8_input_target(const Ctx& ctx, const Tensor& x, const Tensor* next);
 
+// Bytes of x's rows as int8 blocks (quantize_rows_q8's layout, matmul_gemv_q8.cu).
+size_t q8_rows_bytes(const Tensor& x);
+
+// Whether the bytes [p, p + n) and [q, q + qn) share one (an empty range shares none).
+inline bool bytes_overlap(const void* p, size_t n, const void* q, size_t qn) {
+  const char* a = static_cast<const char*>(p);
+  const char* b = static_cast<const char*>(q);
+  return n > 0 && qn > 0 && a < b + qn && b < a + n;
+}
+
 // kernels.cuh's norm_mul and norm_add_mul, also writing mul's int8 rows where next takes them.
 bool norm_mul(const Ctx& ctx, Tensor& norm, Tensor& mul, const Tensor* next);
 bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& norm, Tensor& mul, const Tensor* next);
