@@ -18,6 +18,7 @@ Switch switch_of(Diag d) {
     case Diag::CUDA_GRAPHS_OFF: return {"GL_CUDA_GRAPHS", "0"};
     case Diag::CUDA_FUSION_OFF: return {"GL_CUDA_FUSION", "0"};
     case Diag::CUDA_PDL_OFF: return {"GL_CUDA_PDL", "0"};
+    case Diag::CUDA_EARLY_W_OFF: return {"GL_CUDA_EARLY_WEIGHTS", "0"};
     case Diag::CUDA_PROFILE: return {"GL_CUDA_PROFILE", "1"};
     case Diag::CUDA_TIMING: return {"GL_CUDA_TIMING", "1"};
     case Diag::CPU_PROFILE: return {"GL_CPU_PROFILE", "1"};
@@ -25,6 +26,9 @@ Switch switch_of(Diag d) {
     case Diag::VULKAN_PROFILE: return {"GL_VULKAN_PROFILE", "1"};
     case Diag::VULKAN_TILE64: return {"GL_VULKAN_COOP_TILE", "64"};
     case Diag::VULKAN_TILE128: return {"GL_VULKAN_COOP_TILE", "128"};
+    case Diag::VULKAN_GEMV_ROWS1: return {"GL_VULKAN_GEMV_ROWS", "1"};
+    case Diag::VULKAN_GEMV_ROWS2: return {"GL_VULKAN_GEMV_ROWS", "2"};
+    case Diag::VULKAN_GEMV_ROWS4: return {"GL_VULKAN_GEMV_ROWS", "4"};
     case Diag::UPDATE_GOLDEN: return {"GL_UPDATE_GOLDEN", "1"};
   }
   return {};  // not reached: every switch returns above

@@ -102,6 +102,13 @@ void add_mul_mat_cases(DType wt, std::vector<OpCase>& out) {
   out.push_back(mm(wt, "K256_N65_M1", [=](In& in) {
     return mul_mat(in.ctx, in.input(wt, {256, 65}), in.input(DType::F32, {256, 1}));
   }));
+  // Decode and verify over enough weight rows for blocks of rows (Vulkan: 2 rows per work group from
+  // 512 rows on), the last block partial.
+  for (const int64_t m : {1, 3}) {
+    out.push_back(mm(wt, fmt::format("K256_N1031_M{}", m), [=](In& in) {
+      return mul_mat(in.ctx, in.input(wt, {256, 1031}), in.input(DType::F32, {256, m}));
+    }));
+  }
   // w batches [2, 1] broadcast over x batches [6, 3]: x batch b2 uses w batch b2 / 3.
   out.push_back(mm(wt, "K64_N9_M5_w2x1_x6x3", [=](In& in) {
     return mul_mat(in.ctx, in.input(wt, {64, 9, 2, 1}), in.input(DType::F32, {64, 5, 6, 3}));

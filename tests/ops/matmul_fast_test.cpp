@@ -26,17 +26,18 @@ constexpr DType kAllWeightTypes[] = {DType::F32,  DType::F16,    DType::BF16,   
                                      DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
 
 // Shapes of both tests: K = 512 (2 super-blocks, 16 legacy blocks); N = 97 (a short last tile).
-constexpr int64_t kK = 512, kN = 97;
+// The rows test also takes N = 1031: enough weight rows for blocks of several (Vulkan's GEMV).
+constexpr int64_t kK = 512, kN = 97, kWideN = 1031;
 
 struct Operands {
   std::vector<char> w;
   std::vector<float> x;
 };
 
-Operands operands(DType t, int64_t m) {
-  const std::vector<float> wf = random_floats(kK * kN, 1);
-  Operands o{std::vector<char>(row_bytes(t, kK) * kN), random_floats(kK * m, 2)};
-  from_float(t, wf.data(), o.w.data(), kK * kN);
+Operands operands(DType t, int64_t m, int64_t n = kN) {
+  const std::vector<float> wf = random_floats(kK * n, 1);
+  Operands o{std::vector<char>(row_bytes(t, kK) * n), random_floats(kK * m, 2)};
+  from_float(t, wf.data(), o.w.data(), kK * n);
   return o;
 }
 
@@ -47,20 +48,22 @@ class MatmulRows : public ::testing::TestWithParam<RowsParam> {};
 TEST_P(MatmulRows, RowsGiveTheBitsOfOneRowAtATime) {
   const auto& [backend, precision, type] = GetParam();
   const int64_t max_rows = backend == "cpu" ? 9 : 8;  // register groups of 4, 4 and 1 on the CPU
-  const Operands o = operands(type, max_rows);
-  std::vector<std::vector<float>> one;
-  for (int64_t r = 0; r < max_rows; ++r) {
-    const std::vector<float> row(o.x.begin() + r * kK, o.x.begin() + (r + 1) * kK);
-    one.push_back(product(backend, type, o.w, row, kK, kN, 1, precision));
-    ASSERT_EQ(one.back().size(), static_cast<size_t>(kN));
-  }
-  for (int64_t m : {int64_t{2}, int64_t{3}, int64_t{4}, max_rows}) {
-    const std::vector<float> x(o.x.begin(), o.x.begin() + m * kK);
-    const std::vector<float> all = product(backend, type, o.w, x, kK, kN, m, precision);
-    ASSERT_EQ(all.size(), static_cast<size_t>(kN * m));
-    for (int64_t r = 0; r < m; ++r)
-      EXPECT_EQ(std::memcmp(one[static_cast<size_t>(r)].data(), all.data() + r * kN, kN * sizeof(float)), 0)
-          << m << " rows, row " << r;
+  for (const int64_t n : {kN, kWideN}) {
+    const Operands o = operands(type, max_rows, n);
+    std::vector<std::vector<float>> one;
+    for (int64_t r = 0; r < max_rows; ++r) {
+      const std::vector<float> row(o.x.begin() + r * kK, o.x.begin() + (r + 1) * kK);
+      one.push_back(product(backend, type, o.w, row, kK, n, 1, precision));
+      ASSERT_EQ(one.back().size(), static_cast<size_t>(n));
+    }
+    for (int64_t m : {int64_t{2}, int64_t{3}, int64_t{4}, max_rows}) {
+      const std::vector<float> x(o.x.begin(), o.x.begin() + m * kK);
+      const std::vector<float> all = product(backend, type, o.w, x, kK, n, m, precision);
+      ASSERT_EQ(all.size(), static_cast<size_t>(n * m));
+      for (int64_t r = 0; r < m; ++r)
+        EXPECT_EQ(std::memcmp(one[static_cast<size_t>(r)].data(), all.data() + r * n, n * sizeof(float)), 0)
+            << "N = " << n << ", " << m << " rows, row " << r;
+    }
   }
 }
 

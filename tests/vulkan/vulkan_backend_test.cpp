@@ -236,6 +236,32 @@ TEST(VulkanBackend, PrefillProductOnTensorCores) {
   }
 }
 
+// Decode and verify products (Options::gemv_rows 1, 2 and 4 weight rows per work group, and the
+// pick by shape) give the same bits, and each is within f32 rounding of the CPU: n = 1031 leaves a
+// partial last block of rows, k = 4104 a partial last pass of the work group's chunks.
+TEST(VulkanBackend, GemvRowsPerWorkGroupKeepTheBits) {
+  GL_REQUIRE_VULKAN();
+  constexpr int64_t k = 4104, n = 1031;
+  std::vector<float> ws(k * n), xs(k * 8);
+  for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.37f);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * 0.11f);
+  auto cpu = cpu::make_backend({.n_threads = 1});
+  for (const int64_t m : {int64_t{1}, int64_t{3}, int64_t{8}}) {
+    const std::vector<float> x(xs.begin(), xs.begin() + k * m);
+    const std::vector<float> want = bf16_product(*cpu, ws, x, k, n, m);
+    std::vector<float> first;
+    for (const uint32_t rows : {0u, 1u, 2u, 4u}) {
+      auto vk = vulkan::make_backend({.gemv_rows = rows});
+      ASSERT_TRUE(vk.ok()) << vk.error();
+      const std::vector<float> got = bf16_product(**vk, ws, x, k, n, m);
+      EXPECT_LT(nmse(got, want), 1e-9) << m << " rows, gemv_rows " << rows;  // as PrefillProduct
+      if (first.empty()) first = got;
+      EXPECT_EQ(got, first) << m << " rows: gemv_rows " << rows << " changed the bits";
+    }
+  }
+  EXPECT_FALSE(vulkan::make_backend({.gemv_rows = 3}).ok());
+}
+
 // ARGMAX of rows longer than one work group's segment (a vocabulary row) goes in two dispatches:
 // the pick must be the CPU's, ties to the lower index across segment boundaries included.
 std::vector<int32_t> argmax_rows(Backend& be, const std::vector<float>& xs, int64_t n, int64_t rows) {

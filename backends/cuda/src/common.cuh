@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ggml-lite/backend.h"
 #include "ggml-lite/tensor.h"
@@ -87,14 +89,34 @@ struct Q8Memo {
   bool holds(const void* ws, const Tensor& t) const { return ws == workspace && &t == x && t.data == data; }
 };
 
+// The persistent tensors (TENSOR_WEIGHT roots: weights and caches) a launched node has written
+// into, as byte ranges. A GEMV may load the weights of a tensor outside them before its pdl_wait
+// (gemv_kernel.cuh): no kernel of this backend writes them, and host copies are stream-ordered
+// (a kernel after a copy starts after it). Ranges outlive the tensors, which is only cautious.
+class WrittenWeights {
+ public:
+  // Records what `node` writes into a persistent tensor (through a view of it: SET_ROWS, CPY).
+  void note(const Tensor& node);
+  // Whether w's bytes lie in a persistent tensor no noted node has written (false when
+  // GL_CUDA_EARLY_WEIGHTS=0, or past kMaxRanges ranges).
+  bool untouched(const Tensor& w) const;
+
+ private:
+  static constexpr size_t kMaxRanges = 1024;
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges_;  // [begin, end)
+  bool overflow_ = false;
+};
+
 // What a kernel entry needs: the stream to launch on, the cuBLAS handle bound to it, the run's
-// precision (which GEMM path 16-bit weights take, see matmul.cu), and the sequence's Q8Memo.
+// precision (which GEMM path 16-bit weights take, see matmul.cu), the sequence's Q8Memo, and the
+// persistent tensors written so far.
 struct Ctx {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   int device = 0;
   Precision precision = Precision::EXACT;
-  Q8Memo* q8 = nullptr;  // nullptr: every GEMV quantizes its own input
+  Q8Memo* q8 = nullptr;                     // nullptr: every GEMV quantizes its own input
+  const WrittenWeights* written = nullptr;  // nullptr: no weights are loaded early
 };
 
 }  // namespace gl::cuda

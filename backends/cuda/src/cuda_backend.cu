@@ -311,14 +311,17 @@ class CudaBackend final : public Backend {
     FaultScope faults;
     q8_memo_ = {};  // what another sequence left in a workspace is not known to be there now
     ctx_.q8 = &q8_memo_;
+    ctx_.written = &written_;
     for (size_t i = 0; i < nodes.size(); ++i) {
       Tensor* node = nodes[i];
       if (node->op == Op::NONE || is_view_op(node->op)) continue;
       if (prof_.enabled()) prof_.before(ctx_.stream);
       try {
         forget_overwritten_q8(*node);
+        written_.note(*node);
         const Q8Memo before = q8_memo_;
         if (const size_t fused = fuse(nodes.subspan(i))) {
+          for (size_t j = i + 1; j < i + fused; ++j) written_.note(*nodes[j]);
           // A launch that made the rows wrote them last (a norm aliasing its product in place
           // included); another may have written over them with a later node of its group.
           const bool made_rows =
@@ -402,6 +405,7 @@ class CudaBackend final : public Backend {
 
   Ctx ctx_;
   Q8Memo q8_memo_;
+  WrittenWeights written_;      // over the backend's life: splits may chain through dependent launches
   std::shared_ptr<Pool> pool_;  // shared with the buffers, which may outlive the backend
   GraphCache graphs_;
   Staging staging_;

@@ -71,6 +71,7 @@ class Device : public std::enable_shared_from_this<Device> {
   // Whether tensor-core products split the activations into two f16 halves (Precision::EXACT).
   bool split_f16() const { return split_f16_; }
   uint32_t coop_tile() const { return coop_tile_; }  // Options::coop_tile
+  uint32_t gemv_rows() const { return gemv_rows_; }  // Options::gemv_rows
 
  private:
   Device() = default;
@@ -91,6 +92,7 @@ class Device : public std::enable_shared_from_this<Device> {
   bool coop_matrix_ = false;
   bool split_f16_ = true;
   uint32_t coop_tile_ = 0;
+  uint32_t gemv_rows_ = 0;
 
   mutable std::mutex mu_;                     // buffers may be freed from any thread
   std::map<uintptr_t, Allocation*> by_base_;  // made-up base address -> allocation

@@ -29,6 +29,8 @@ enum class Shader : uint8_t {
   SSM_CONV,
   MATMUL,
   GEMV,
+  GEMV2,
+  GEMV4,
   GEMM,
   GEMM_COOP,
   GEMM_COOP64,

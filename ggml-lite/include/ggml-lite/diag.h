@@ -18,6 +18,7 @@ enum class Diag : uint8_t {
   CUDA_GRAPHS_OFF,    // GL_CUDA_GRAPHS=0: launch every split eagerly, no CUDA graph capture
   CUDA_FUSION_OFF,    // GL_CUDA_FUSION=0: launch every node on its own
   CUDA_PDL_OFF,       // GL_CUDA_PDL=0: no programmatic dependent launches
+  CUDA_EARLY_W_OFF,   // GL_CUDA_EARLY_WEIGHTS=0: GEMVs load no weights before the previous kernel ends
   CUDA_PROFILE,       // GL_CUDA_PROFILE=1: per-node kernel times at exit
   CUDA_TIMING,        // GL_CUDA_TIMING=1: device and host time per step at exit
   CPU_PROFILE,        // GL_CPU_PROFILE=1: per-node times of the CPU backend at exit
@@ -25,6 +26,9 @@ enum class Diag : uint8_t {
   VULKAN_PROFILE,     // GL_VULKAN_PROFILE=1: per-dispatch shader times of the Vulkan backend at exit
   VULKAN_TILE64,      // GL_VULKAN_COOP_TILE=64: every Vulkan tensor-core product on 64 x 64 tiles (same bits)
   VULKAN_TILE128,     // GL_VULKAN_COOP_TILE=128: on 128 x 128 tiles (same bits; A/B timing)
+  VULKAN_GEMV_ROWS1,  // GL_VULKAN_GEMV_ROWS=1: one weight row per Vulkan GEMV work group (same bits)
+  VULKAN_GEMV_ROWS2,  // GL_VULKAN_GEMV_ROWS=2: two (same bits; A/B timing)
+  VULKAN_GEMV_ROWS4,  // GL_VULKAN_GEMV_ROWS=4: four (same bits; A/B timing)
   UPDATE_GOLDEN,      // GL_UPDATE_GOLDEN=1: tests rewrite their golden files instead of comparing
 };
 

@@ -39,6 +39,8 @@ struct WDesc {
   bool vec;               // rows dense, 16-byte aligned and k % E == 0: one 16-byte load per chunk
                           // (quantized types: data and row strides 16-byte aligned)
   int64_t row_bytes = 0;  // bytes of one dense row (0: strided rows, not prefetched)
+  bool early = false;     // no kernel writes the weights: they may be prefetched before pdl_wait
+                          // (WrittenWeights; kEarlyWeights kernels only)
 };
 
 struct XDesc {
@@ -410,6 +412,41 @@ constexpr int kChunksInFlight = std::is_same_v<Act, Q8Act> ? 2 : kChunkUnroll<WT
 template <DType WT, class Act>
 constexpr int kThreadChunks = std::is_same_v<Act, Q8Act>&& ActChunk<WT, Act>::E < 64 ? 2 : 1;
 
+// The int8 GEMV of a plain product asks L2 for the block's weight rows before pdl_wait when the
+// weights are fixed (WDesc::early): the product's weight reads then overlap the kernel before it,
+// and the loop finds them in L2. A prefetch holds no registers: loading a thread's chunks into
+// registers early instead doubled the kernel's (64 -> 128 at 2 rows), even as a branch of its own.
+// (MUL_MAT_ID's experts come from ids an earlier kernel writes. Measured slower on the 9B BF16
+// decode step, whose GEMVs follow GEMVs: prefetching the block's weight rows into L2 before the
+// wait, 135-140 vs 151 tok/s; loading the first weight chunks into registers before it, 167 vs 171
+// tok/s and verify 1.89x vs 1.71x a decode step: 128 registers instead of 96.)
+template <class Act, class Rows>
+constexpr bool kEarlyWeights = std::is_same_v<Act, Q8Act>&& std::is_same_v<Rows, MulMatRows>;
+
+// Row r of the block's R weight rows (past the matrix: its last row, read and never stored).
+template <int R>
+__device__ __forceinline__ void block_rows(const char* w0, int64_t n0, const WDesc& w, const char* (&wrow)[R]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) wrow[r] = w0 + (n0 + r < w.n ? n0 + r : w.n - 1) * w.nb1;
+}
+
+// The bytes of the block's dense weight rows n0 .. n0 + R - 1 into L2, a 128-byte line per thread
+// at a time.
+template <int M, int R>
+__device__ __forceinline__ void prefetch_rows(const MulMatRows& rows, const WDesc& w, int64_t n0) {
+  if (!w.early || w.row_bytes == 0 || blockIdx.y >= rows.count()) return;
+  Group<M> grp;  // MulMatRows::resolve reads its parameters only
+  rows.template resolve<M>(blockIdx.y, grp);
+  const int64_t n_rows = n0 + R < w.n ? R : w.n - n0;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (r >= n_rows) break;
+    const char* row = grp.w + (n0 + r) * w.nb1;
+    for (int64_t off = int64_t{threadIdx.x} * 128; off < w.row_bytes; off += int64_t{blockDim.x} * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
+  }
+}
+
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows rows, Epi epi) {
   using C = ActChunk<WT, Act>;
@@ -422,9 +459,7 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
   // Launched as a programmatic dependent (launch_rows): the block is resident and set up while the
   // previous kernel finishes, and waits here before reading anything an earlier kernel wrote.
   pdl_trigger();
-  // (Measured slower on the 9B BF16 decode step: prefetching the block's weight rows into L2
-  // before the wait, 135-140 vs 151 tok/s; loading the first weight chunks into registers before
-  // it, 167 vs 171 tok/s and verify 1.89x vs 1.71x a decode step: 128 registers instead of 96.)
+  if constexpr (kEarlyWeights<Act, Rows>) prefetch_rows<M, R>(rows, w, n0);
   pdl_wait();
 
   for (int64_t g = blockIdx.y; g < rows.count(); g += gridDim.y) {
@@ -445,8 +480,7 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
       continue;
     }
     const char* wrow[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) wrow[r] = grp.w + (n0 + r < w.n ? n0 + r : w.n - 1) * w.nb1;
+    block_rows<R>(grp.w, n0, w, wrow);
 
     float acc[R][M];
 #pragma unroll

@@ -54,7 +54,8 @@ void gemv_mul_mat_with(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor&
                   x.ne[3],
                   ceil_div<int64_t>(m, rows_per_group)};
   check_quant_alignment(w);
-  const WDesc wd = weight_desc(w, {static_cast<int64_t>(w.nb[2]), static_cast<int64_t>(w.nb[3])});
+  WDesc wd = weight_desc(w, {static_cast<int64_t>(w.nb[2]), static_cast<int64_t>(w.nb[3])});
+  wd.early = ctx.written && ctx.written->untouched(w);
   if (int8_activations(ctx, w.type, dst)) {
     char* q = static_cast<char*>(dst.workspace);
     // Only a shared workspace is known to be untouched since another product of x quantized it.

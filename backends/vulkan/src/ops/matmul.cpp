@@ -5,7 +5,8 @@
 //               activations in 16-byte rows where tensor cores are offered (and the driver builds
 //               its pipelines);
 //   gemv.comp   MUL_MAT with 1..kGemvRows rows (decode, verify) where the weight rows can be read
-//               in aligned 16-byte chunks and the device has subgroup arithmetic;
+//               in aligned 16-byte chunks and the device has subgroup arithmetic: 1, 2 or 4
+//               weight rows per work group (`gemv`, `gemv2`, `gemv4`; gemv_rows below);
 //   matmul.comp the rest (MUL_MAT_ID, odd weight layouts) - any layout, any device.
 // Which of gemv.comp and matmul.comp runs depends on the weights and the device only, never on
 // the row count, so a row's bits do not depend on how many rows share the product.
@@ -16,12 +17,16 @@
 namespace gl::vulkan {
 namespace {
 
-constexpr uint32_t kTypeQ8_0 = 4;        // matmul.comp's TYPE_Q8_0
-constexpr uint32_t kTile = 8;            // matmul.comp's kTile
-constexpr uint32_t kRowsPerGroup = 4;    // matmul.comp's kRowsPerGroup
-constexpr uint32_t kGemvRows = 8;        // gemv.comp's kMaxRows
-constexpr uint32_t kGemvChunk = 8;       // gemv.comp's kChunk
-constexpr uint32_t kGemvThreads = 128;   // gemv.comp's work group size
+constexpr uint32_t kTypeQ8_0 = 4;       // matmul.comp's TYPE_Q8_0
+constexpr uint32_t kTile = 8;           // matmul.comp's kTile
+constexpr uint32_t kRowsPerGroup = 4;   // matmul.comp's kRowsPerGroup
+constexpr uint32_t kGemvRows = 8;       // gemv.comp's kMaxRows
+constexpr uint32_t kGemvChunk = 8;      // gemv.comp's kChunk
+constexpr uint32_t kGemvThreads = 128;  // gemv.comp's work group size
+constexpr uint32_t kGemvWideRows = 2;   // weight rows per work group of the wide products
+// Fewest work groups worth several rows each (2 per SM of an H100): narrower products (the 32-row
+// GDN gate projections) keep a row per work group so that more SMs stream them.
+constexpr uint64_t kFewGemvGroups = 256;
 constexpr uint32_t kGemmTile = 64;       // gemm.comp's kTileN and kTileM
 constexpr uint64_t kBigTileGroups = 96;  // fewest 128 x 128 work groups worth the big tile
 constexpr VkSubgroupFeatureFlags kGemvSubgroupOps = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
@@ -134,6 +139,13 @@ Shader prefill_shader(Recorder& rec, const Operand& w, const Operand& x, DType w
   return big >= kBigTileGroups ? Shader::GEMM_COOP : Shader::GEMM_COOP64;
 }
 
+// gemv.comp's weight rows per work group (1, 2 or 4), by the weights' shape only, never the row
+// count: a verify row keeps decode's bits.
+uint32_t gemv_rows(const Device& dev, uint32_t n, uint64_t batches) {
+  if (dev.gemv_rows() != 0) return dev.gemv_rows();
+  return uint64_t{(n + kGemvWideRows - 1) / kGemvWideRows} * batches >= kFewGemvGroups ? kGemvWideRows : 1;
+}
+
 }  // namespace
 
 bool supports_matmul(const Tensor& node) {
@@ -160,8 +172,12 @@ void mul_mat(Recorder& rec, const Tensor& node) {
     pc.split = rec.device().split_f16() ? 1 : 0;
     rec.dispatch(shader, {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else if (rec.device().subgroup_ops(kGemvSubgroupOps) && gemv_weights(w, wt)) {
-    pc.n_groups = checked_groups(uint64_t{pc.N} * batches);
-    rec.dispatch(Shader::GEMV, {w, x, d}, &pc, sizeof pc, pc.n_groups);
+    const uint32_t rows = gemv_rows(rec.device(), pc.N, batches);
+    pc.n_groups = checked_groups(uint64_t{(pc.N + rows - 1) / rows} * batches);
+    rec.dispatch(rows == 4   ? Shader::GEMV4
+                 : rows == 2 ? Shader::GEMV2
+                             : Shader::GEMV,
+                 {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else {
     general_product(rec, node);
   }
