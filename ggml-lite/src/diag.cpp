@@ -28,7 +28,6 @@ Switch switch_of(Diag d) {
     case Diag::VULKAN_TILE128: return {"GL_VULKAN_COOP_TILE", "128"};
     case Diag::VULKAN_GEMV_ROWS1: return {"GL_VULKAN_GEMV_ROWS", "1"};
     case Diag::VULKAN_GEMV_ROWS2: return {"GL_VULKAN_GEMV_ROWS", "2"};
-    case Diag::VULKAN_GEMV_ROWS4: return {"GL_VULKAN_GEMV_ROWS", "4"};
     case Diag::UPDATE_GOLDEN: return {"GL_UPDATE_GOLDEN", "1"};
   }
   return {};  // not reached: every switch returns above

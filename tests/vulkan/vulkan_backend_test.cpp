@@ -236,7 +236,7 @@ TEST(VulkanBackend, PrefillProductOnTensorCores) {
   }
 }
 
-// Decode and verify products (Options::gemv_rows 1, 2 and 4 weight rows per work group, and the
+// Decode and verify products (Options::gemv_rows 1 and 2 weight rows per work group, and the
 // pick by shape) give the same bits, and each is within f32 rounding of the CPU: n = 1031 leaves a
 // partial last block of rows, k = 4104 a partial last pass of the work group's chunks.
 TEST(VulkanBackend, GemvRowsPerWorkGroupKeepTheBits) {
@@ -250,7 +250,7 @@ TEST(VulkanBackend, GemvRowsPerWorkGroupKeepTheBits) {
     const std::vector<float> x(xs.begin(), xs.begin() + k * m);
     const std::vector<float> want = bf16_product(*cpu, ws, x, k, n, m);
     std::vector<float> first;
-    for (const uint32_t rows : {0u, 1u, 2u, 4u}) {
+    for (const uint32_t rows : {0u, 1u, 2u}) {
       auto vk = vulkan::make_backend({.gemv_rows = rows});
       ASSERT_TRUE(vk.ok()) << vk.error();
       const std::vector<float> got = bf16_product(**vk, ws, x, k, n, m);
@@ -259,7 +259,7 @@ TEST(VulkanBackend, GemvRowsPerWorkGroupKeepTheBits) {
       EXPECT_EQ(got, first) << m << " rows: gemv_rows " << rows << " changed the bits";
     }
   }
-  EXPECT_FALSE(vulkan::make_backend({.gemv_rows = 3}).ok());
+  EXPECT_FALSE(vulkan::make_backend({.gemv_rows = 4}).ok());
 }
 
 // ARGMAX of rows longer than one work group's segment (a vocabulary row) goes in two dispatches:

@@ -2,7 +2,7 @@
 // gemv.comp - MUL_MAT for decode and verify (1..kMaxRows activation rows): out[n, m, b2, b3] =
 // sum_k w[k, n, b2 / r2, b3 / r3] * x[k, m, b2, b3], f32 accumulation. Decode reads every weight
 // once per token, so the bound is memory bandwidth: a work group takes kRows consecutive weight
-// rows (1; 2 or 4 in the variants `gemv2`, `gemv4`) and reads them in chunks of 8 elements with one
+// rows (1, or 2 in the variant `gemv2`) and reads them in chunks of 8 elements with one
 // 16-byte load per invocation and row (consecutive invocations, consecutive chunks); each
 // activation chunk it loads serves its kRows weight rows. It reduces with subgroupAdd and one
 // shared-memory step across subgroups.
@@ -17,12 +17,10 @@
 #define kThreads 128u
 #define kMaxRows 8u
 #define kChunk 8u
-// kRows x kUnroll = 4 weight chunks in flight per invocation. (Measured on the H100, 9B BF16 tg32:
-// 1 row 51.1 tok/s, 2 rows 61.6, 4 rows with 2 chunks each 40.8.)
-#if defined(ROWS4)
-#define kRows 4u
-#define kUnroll 1u
-#elif defined(ROWS2)
+// kRows x kUnroll = 4 weight chunks in flight per invocation. Measured on the H100, 9B BF16 tg32:
+// 1 row 50.0 tok/s, 2 rows 60.1-61.9; 4 rows 40.8 with 2 chunks each, 40.1 with 1. At 2 rows:
+// 256 invocations 51.9, 4 chunks each 45.8 (64 invocations: 44.8), 1 chunk 61.3, 64 x 2 62.1.
+#if defined(ROWS2)
 #define kRows 2u
 #define kUnroll 2u
 #else

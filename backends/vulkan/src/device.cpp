@@ -163,7 +163,6 @@ Result<std::shared_ptr<Device>> Device::open(const Options& opt) {
   dev->gemv_rows_ = opt.gemv_rows;  // and A/B timing of the GEMV's rows per work group (same bits)
   if (opt.gemv_rows == 0 && diag_env(Diag::VULKAN_GEMV_ROWS1)) dev->gemv_rows_ = 1;
   if (opt.gemv_rows == 0 && diag_env(Diag::VULKAN_GEMV_ROWS2)) dev->gemv_rows_ = 2;
-  if (opt.gemv_rows == 0 && diag_env(Diag::VULKAN_GEMV_ROWS4)) dev->gemv_rows_ = 4;
   const int fam = compute_queue_family(dev->phys_);
   if (fam < 0) return Error(std::string("Vulkan device ") + dev->props_.deviceName + " has no compute queue");
   dev->queue_family_ = static_cast<uint32_t>(fam);

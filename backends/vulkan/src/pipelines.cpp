@@ -18,7 +18,6 @@ GL_VK_SPV(ssm_conv)
 GL_VK_SPV(matmul)
 GL_VK_SPV(gemv)
 GL_VK_SPV(gemv2)
-GL_VK_SPV(gemv4)
 GL_VK_SPV(gemm)
 GL_VK_SPV(gemm_coop)
 GL_VK_SPV(gemm_coop64)
@@ -45,7 +44,6 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::MATMUL: return {gl_vk_spv_matmul, gl_vk_spv_matmul_words};
     case Shader::GEMV: return {gl_vk_spv_gemv, gl_vk_spv_gemv_words};
     case Shader::GEMV2: return {gl_vk_spv_gemv2, gl_vk_spv_gemv2_words};
-    case Shader::GEMV4: return {gl_vk_spv_gemv4, gl_vk_spv_gemv4_words};
     case Shader::GEMM: return {gl_vk_spv_gemm, gl_vk_spv_gemm_words};
     case Shader::GEMM_COOP: return {gl_vk_spv_gemm_coop, gl_vk_spv_gemm_coop_words};
     case Shader::GEMM_COOP64: return {gl_vk_spv_gemm_coop64, gl_vk_spv_gemm_coop64_words};
@@ -73,7 +71,6 @@ const char* shader_name(Shader s) {
     case Shader::MATMUL: return "matmul";
     case Shader::GEMV: return "gemv";
     case Shader::GEMV2: return "gemv2";
-    case Shader::GEMV4: return "gemv4";
     case Shader::GEMM: return "gemm";
     case Shader::GEMM_COOP: return "gemm_coop";
     case Shader::GEMM_COOP64: return "gemm_coop64";

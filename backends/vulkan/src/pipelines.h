@@ -30,7 +30,6 @@ enum class Shader : uint8_t {
   MATMUL,
   GEMV,
   GEMV2,
-  GEMV4,
   GEMM,
   GEMM_COOP,
   GEMM_COOP64,

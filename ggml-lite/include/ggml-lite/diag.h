@@ -28,7 +28,6 @@ enum class Diag : uint8_t {
   VULKAN_TILE128,     // GL_VULKAN_COOP_TILE=128: on 128 x 128 tiles (same bits; A/B timing)
   VULKAN_GEMV_ROWS1,  // GL_VULKAN_GEMV_ROWS=1: one weight row per Vulkan GEMV work group (same bits)
   VULKAN_GEMV_ROWS2,  // GL_VULKAN_GEMV_ROWS=2: two (same bits; A/B timing)
-  VULKAN_GEMV_ROWS4,  // GL_VULKAN_GEMV_ROWS=4: four (same bits; A/B timing)
   UPDATE_GOLDEN,      // GL_UPDATE_GOLDEN=1: tests rewrite their golden files instead of comparing
 };
 

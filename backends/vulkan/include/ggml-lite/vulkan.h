@@ -44,7 +44,7 @@ struct Options {
   // the GPU enough work groups, else 64 x 64); 64 or 128 takes that one always (tests, timing).
   uint32_t coop_tile = 0;
   // Weight rows per work group of the decode/verify GEMV: 0 picks by shape (2 where that still
-  // gives the GPU enough work groups, else 1); 1, 2 or 4 takes that one always (tests, timing).
+  // gives the GPU enough work groups, else 1); 1 or 2 takes that one always (tests, timing).
   // Every output sums the same chunks in the same order at any of them.
   uint32_t gemv_rows = 0;
 };

@@ -5,8 +5,8 @@
 //               activations in 16-byte rows where tensor cores are offered (and the driver builds
 //               its pipelines);
 //   gemv.comp   MUL_MAT with 1..kGemvRows rows (decode, verify) where the weight rows can be read
-//               in aligned 16-byte chunks and the device has subgroup arithmetic: 1, 2 or 4
-//               weight rows per work group (`gemv`, `gemv2`, `gemv4`; gemv_rows below);
+//               in aligned 16-byte chunks and the device has subgroup arithmetic: 1 or 2
+//               weight rows per work group (`gemv`, `gemv2`; gemv_rows below);
 //   matmul.comp the rest (MUL_MAT_ID, odd weight layouts) - any layout, any device.
 // Which of gemv.comp and matmul.comp runs depends on the weights and the device only, never on
 // the row count, so a row's bits do not depend on how many rows share the product.
@@ -139,7 +139,7 @@ Shader prefill_shader(Recorder& rec, const Operand& w, const Operand& x, DType w
   return big >= kBigTileGroups ? Shader::GEMM_COOP : Shader::GEMM_COOP64;
 }
 
-// gemv.comp's weight rows per work group (1, 2 or 4), by the weights' shape only, never the row
+// gemv.comp's weight rows per work group (1 or 2), by the weights' shape only, never the row
 // count: a verify row keeps decode's bits.
 uint32_t gemv_rows(const Device& dev, uint32_t n, uint64_t batches) {
   if (dev.gemv_rows() != 0) return dev.gemv_rows();
@@ -174,10 +174,7 @@ void mul_mat(Recorder& rec, const Tensor& node) {
   } else if (rec.device().subgroup_ops(kGemvSubgroupOps) && gemv_weights(w, wt)) {
     const uint32_t rows = gemv_rows(rec.device(), pc.N, batches);
     pc.n_groups = checked_groups(uint64_t{(pc.N + rows - 1) / rows} * batches);
-    rec.dispatch(rows == 4   ? Shader::GEMV4
-                 : rows == 2 ? Shader::GEMV2
-                             : Shader::GEMV,
-                 {w, x, d}, &pc, sizeof pc, pc.n_groups);
+    rec.dispatch(rows == 2 ? Shader::GEMV2 : Shader::GEMV, {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else {
     general_product(rec, node);
   }
