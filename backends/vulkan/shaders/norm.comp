@@ -2,12 +2,21 @@
 // norm.comp - RMS_NORM (x / sqrt(mean(x^2) + eps)) and L2_NORM (x / sqrt(sum(x^2) + eps)) per
 // row: one work group per row, f32 partial sums reduced in shared memory. The whole row is
 // reduced before any element is written, so dst may alias the source.
+// Fused (pc.fuse, ops/norm.cpp's norm_fused; every tensor dense F32 of one shape, the weight one
+// row): bit 1 first adds the layer's residual, s = a + b, and normalizes s; bit 0 also writes
+// m = d * w (the norm's weight). Every output of the nodes it stands for is written, so nothing
+// downstream changes. Element i of a row is read and written by one invocation in every loop,
+// which is what lets an output alias an input in place.
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
 
 TENSOR(0, a)
 TENSOR(1, d)
+TENSOR(2, w)  // fused: the weight row
+TENSOR(3, m)  // fused: d * w
+TENSOR(4, b)  // fused add: the second addend
+TENSOR(5, s)  // fused add: a + b
 
 layout(push_constant) uniform Push {
   uvec4 ne;    // shape (rows are dims 1..3)
@@ -17,9 +26,45 @@ layout(push_constant) uniform Push {
   uint types;  // a | d << 4
   uint rms;    // 1: RMS_NORM, 0: L2_NORM
   float eps;
+  uint fuse;   // bit 0: m = d * w; bit 1: s = a + b first
+  uint w_off, m_off, b_off, s_off;
 } pc;
 
 shared float partial[256];
+
+float reduce_partials(float v, uint tid) {
+  partial[tid] = v;
+  barrier();
+  for (uint k = 128u; k > 0u; k >>= 1) {
+    if (tid < k) partial[tid] += partial[tid + k];
+    barrier();
+  }
+  return partial[0];
+}
+
+// The fused row (every tensor dense F32): the same sums and products as the nodes one by one.
+void fused_row(uint row, uint tid) {
+  uint n = pc.ne.x, r0 = row * n;
+  bool add = (pc.fuse & 2u) != 0u;
+  float acc = 0.0;
+  for (uint i = tid; i < n; i += 256u) {
+    float x = a32[pc.a_off + r0 + i];
+    if (add) {
+      x = x + b32[pc.b_off + r0 + i];
+      s32[pc.s_off + r0 + i] = x;
+    }
+    acc += x * x;
+  }
+  float total = reduce_partials(acc, tid);
+  float denom = pc.rms == 1u ? total / float(n) : total;
+  float inv = 1.0 / sqrt(denom + pc.eps);
+  for (uint i = tid; i < n; i += 256u) {
+    float x = add ? s32[pc.s_off + r0 + i] : a32[pc.a_off + r0 + i];
+    float y = x * inv;
+    d32[pc.d_off + r0 + i] = y;
+    if ((pc.fuse & 1u) != 0u) m32[pc.m_off + r0 + i] = y * w32[pc.w_off + i];
+  }
+}
 
 void main() {
   uint row = group_index();
@@ -30,18 +75,17 @@ void main() {
   uint d0 = pc.d_off + idot(r, pc.d_nb);
   uint ta = pc.types & 15u, td = (pc.types >> 4) & 15u;
   uint tid = gl_LocalInvocationID.x;
-  float s = 0.0;
+  if (pc.fuse != 0u) {
+    fused_row(row, tid);
+    return;
+  }
+  float acc = 0.0;
   for (uint i = tid; i < pc.ne.x; i += 256u) {
     float x = load_a(ta, a0 + i * pc.a_nb.x);
-    s += x * x;
+    acc += x * x;
   }
-  partial[tid] = s;
-  barrier();
-  for (uint k = 128u; k > 0u; k >>= 1) {
-    if (tid < k) partial[tid] += partial[tid + k];
-    barrier();
-  }
-  float denom = pc.rms == 1u ? partial[0] / float(pc.ne.x) : partial[0];
+  float total = reduce_partials(acc, tid);
+  float denom = pc.rms == 1u ? total / float(pc.ne.x) : total;
   float inv = 1.0 / sqrt(denom + pc.eps);
   for (uint i = tid; i < pc.ne.x; i += 256u) store_d(td, d0 + i * pc.d_nb.x, load_a(ta, a0 + i * pc.a_nb.x) * inv);
 }

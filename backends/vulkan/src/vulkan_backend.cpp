@@ -255,14 +255,19 @@ class VulkanBackend final : public Backend {
     if (prof_->enabled()) prof_->begin_split(frame->cmd);
     Recorder rec(*dev_, *pipes_, frame->cmd, *frame->sets, prof_.get());
     rec.barrier();  // after the transfers and splits queued before
-    for (Tensor* node : nodes) {
-      if (node->op == Op::NONE || is_view_op(node->op)) continue;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Tensor& node = *nodes[i];
+      if (node.op == Op::NONE || is_view_op(node.op)) continue;
       try {
-        rec.begin_node(*node);
-        record_node(rec, *node);
+        if (const size_t fused = norm_fused(rec, nodes.subspan(i))) {
+          i += fused - 1;
+          continue;
+        }
+        rec.begin_node(node);
+        record_node(rec, node);
       } catch (const VkFault& f) {
         queue_->abandon(*frame);
-        return Error("vulkan: " + describe(*node) + ": " + f.what);
+        return Error("vulkan: " + describe(node) + ": " + f.what);
       }
     }
     rec.barrier();  // the split's results, for the transfers and splits after it and the host

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "ggml-lite/tensor.h"
 #include "recorder.h"
@@ -20,6 +21,10 @@ void elementwise(Recorder& rec, const Tensor& node);
 // norm.cpp: RMS_NORM, L2_NORM, SOFTMAX.
 bool supports_norm(const Tensor& node);
 void norm(Recorder& rec, const Tensor& node);
+// A layer's [ADD (residual),] RMS_NORM / L2_NORM, MUL (by a weight row) at the front of nodes, all
+// dense F32, as one dispatch that writes every node's output: how many nodes it recorded (0: none,
+// record nodes[0] on its own). Saves the pipeline drains between them (~5 us each on the H100).
+size_t norm_fused(Recorder& rec, std::span<Tensor* const> nodes);
 void softmax(Recorder& rec, const Tensor& node);
 
 // rope.cpp: ROPE (its workspace holds the inverse frequencies).
