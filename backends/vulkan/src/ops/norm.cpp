@@ -82,8 +82,7 @@ size_t norm_fused(Recorder& rec, std::span<Tensor* const> nodes) {
   if ((nrm.op != Op::RMS_NORM && nrm.op != Op::L2_NORM) || !dense_f32(nrm) || !weight_product(nrm, mul)) return 0;
   const Tensor& x = add ? *nodes[0]->src[0] : *nrm.src[0];
   const Tensor* y = add ? nodes[0]->src[1] : nullptr;
-  if (!dense_f32(x) || x.ne != nrm.ne || (y && (!dense_f32(*y) || y->ne != nrm.ne || !dense_f32(*nodes[0]))))
-    return 0;
+  if (!dense_f32(x) || x.ne != nrm.ne || (y && (!dense_f32(*y) || y->ne != nrm.ne || !dense_f32(*nodes[0])))) return 0;
   std::vector<const Tensor*> ins{&x, mul.src[1]}, outs{&nrm, &mul};
   if (y) ins.push_back(y), outs.push_back(nodes[0]);
   for (const Tensor* o : outs) {
