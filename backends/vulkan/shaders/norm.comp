@@ -42,11 +42,43 @@ float reduce_partials(float v, uint tid) {
   return partial[0];
 }
 
-// The fused row (every tensor dense F32): the same sums and products as the nodes one by one.
+#define kCache 16u  // elements per invocation the fused row keeps in registers (rows <= 4096)
+
+// The fused row (every tensor dense F32): the same sums and products as the nodes one by one. A
+// row of up to 256 kCache elements is loaded once into registers, all loads first: re-read after
+// stores to bindings that may alias, each load waited for the one before (24.6 us for a 4096-wide
+// row on the H100, against 19.4 us for the three dispatches it replaced).
 void fused_row(uint row, uint tid) {
   uint n = pc.ne.x, r0 = row * n;
   bool add = (pc.fuse & 2u) != 0u;
   float acc = 0.0;
+  if (n <= 256u * kCache) {
+    float v[kCache], u[kCache];
+    for (uint k = 0u; k < kCache; ++k) {
+      uint i = tid + 256u * k;
+      v[k] = i < n ? a32[pc.a_off + r0 + i] : 0.0;
+      u[k] = add && i < n ? b32[pc.b_off + r0 + i] : 0.0;
+    }
+    for (uint k = 0u; k < kCache; ++k) {
+      uint i = tid + 256u * k;
+      if (i >= n) break;
+      if (add) {
+        v[k] = v[k] + u[k];
+        s32[pc.s_off + r0 + i] = v[k];
+      }
+      acc += v[k] * v[k];
+    }
+    float total = reduce_partials(acc, tid);
+    float inv = 1.0 / sqrt((pc.rms == 1u ? total / float(n) : total) + pc.eps);
+    for (uint k = 0u; k < kCache; ++k) {
+      uint i = tid + 256u * k;
+      if (i >= n) break;
+      float y = v[k] * inv;
+      d32[pc.d_off + r0 + i] = y;
+      if ((pc.fuse & 1u) != 0u) m32[pc.m_off + r0 + i] = y * w32[pc.w_off + i];
+    }
+    return;
+  }
   for (uint i = tid; i < n; i += 256u) {
     float x = a32[pc.a_off + r0 + i];
     if (add) {
@@ -56,8 +88,7 @@ void fused_row(uint row, uint tid) {
     acc += x * x;
   }
   float total = reduce_partials(acc, tid);
-  float denom = pc.rms == 1u ? total / float(n) : total;
-  float inv = 1.0 / sqrt(denom + pc.eps);
+  float inv = 1.0 / sqrt((pc.rms == 1u ? total / float(n) : total) + pc.eps);
   for (uint i = tid; i < n; i += 256u) {
     float x = add ? s32[pc.s_off + r0 + i] : a32[pc.a_off + r0 + i];
     float y = x * inv;
