@@ -18,6 +18,11 @@ GL_VK_SPV(ssm_conv)
 GL_VK_SPV(matmul)
 GL_VK_SPV(gemv)
 GL_VK_SPV(gemv2)
+GL_VK_SPV(gemv2_d)
+GL_VK_SPV(gemv2_bf16)
+GL_VK_SPV(gemv2_bf16_d)
+GL_VK_SPV(gemv2_f16)
+GL_VK_SPV(gemv2_f16_d)
 GL_VK_SPV(gemm)
 GL_VK_SPV(gemm_coop)
 GL_VK_SPV(gemm_coop64)
@@ -44,6 +49,11 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::MATMUL: return {gl_vk_spv_matmul, gl_vk_spv_matmul_words};
     case Shader::GEMV: return {gl_vk_spv_gemv, gl_vk_spv_gemv_words};
     case Shader::GEMV2: return {gl_vk_spv_gemv2, gl_vk_spv_gemv2_words};
+    case Shader::GEMV2_D: return {gl_vk_spv_gemv2_d, gl_vk_spv_gemv2_d_words};
+    case Shader::GEMV2_BF16: return {gl_vk_spv_gemv2_bf16, gl_vk_spv_gemv2_bf16_words};
+    case Shader::GEMV2_BF16_D: return {gl_vk_spv_gemv2_bf16_d, gl_vk_spv_gemv2_bf16_d_words};
+    case Shader::GEMV2_F16: return {gl_vk_spv_gemv2_f16, gl_vk_spv_gemv2_f16_words};
+    case Shader::GEMV2_F16_D: return {gl_vk_spv_gemv2_f16_d, gl_vk_spv_gemv2_f16_d_words};
     case Shader::GEMM: return {gl_vk_spv_gemm, gl_vk_spv_gemm_words};
     case Shader::GEMM_COOP: return {gl_vk_spv_gemm_coop, gl_vk_spv_gemm_coop_words};
     case Shader::GEMM_COOP64: return {gl_vk_spv_gemm_coop64, gl_vk_spv_gemm_coop64_words};
@@ -71,6 +81,11 @@ const char* shader_name(Shader s) {
     case Shader::MATMUL: return "matmul";
     case Shader::GEMV: return "gemv";
     case Shader::GEMV2: return "gemv2";
+    case Shader::GEMV2_D: return "gemv2_d";
+    case Shader::GEMV2_BF16: return "gemv2_bf16";
+    case Shader::GEMV2_BF16_D: return "gemv2_bf16_d";
+    case Shader::GEMV2_F16: return "gemv2_f16";
+    case Shader::GEMV2_F16_D: return "gemv2_f16_d";
     case Shader::GEMM: return "gemm";
     case Shader::GEMM_COOP: return "gemm_coop";
     case Shader::GEMM_COOP64: return "gemm_coop64";

@@ -6,7 +6,8 @@
 //               its pipelines);
 //   gemv.comp   MUL_MAT with 1..kGemvRows rows (decode, verify) where the weight rows can be read
 //               in aligned 16-byte chunks and the device has subgroup arithmetic: 1 or 2
-//               weight rows per work group (`gemv`, `gemv2`; gemv_rows below);
+//               weight rows per work group (`gemv`, `gemv2` and its variants; gemv_rows and
+//               gemv_shader below);
 //   matmul.comp the rest (MUL_MAT_ID, odd weight layouts) - any layout, any device.
 // Which of gemv.comp and matmul.comp runs depends on the weights and the device only, never on
 // the row count, so a row's bits do not depend on how many rows share the product.
@@ -146,6 +147,16 @@ uint32_t gemv_rows(const Device& dev, uint32_t n, uint64_t batches) {
   return uint64_t{(n + kGemvWideRows - 1) / kGemvWideRows} * batches >= kFewGemvGroups ? kGemvWideRows : 1;
 }
 
+// The GEMV variant: two rows have ones for one activation row (decode: fewer registers) and for
+// BF16 / F16 weights (no per-type branches). They read the same values in the same order as the
+// generic shader, so a verify row still gives decode's bits.
+Shader gemv_shader(uint32_t rows, bool decode, DType wt) {
+  if (rows == 1) return Shader::GEMV;
+  if (wt == DType::BF16) return decode ? Shader::GEMV2_BF16_D : Shader::GEMV2_BF16;
+  if (wt == DType::F16) return decode ? Shader::GEMV2_F16_D : Shader::GEMV2_F16;
+  return decode ? Shader::GEMV2_D : Shader::GEMV2;
+}
+
 }  // namespace
 
 bool supports_matmul(const Tensor& node) {
@@ -174,7 +185,7 @@ void mul_mat(Recorder& rec, const Tensor& node) {
   } else if (rec.device().subgroup_ops(kGemvSubgroupOps) && gemv_weights(w, wt)) {
     const uint32_t rows = gemv_rows(rec.device(), pc.N, batches);
     pc.n_groups = checked_groups(uint64_t{(pc.N + rows - 1) / rows} * batches);
-    rec.dispatch(rows == 2 ? Shader::GEMV2 : Shader::GEMV, {w, x, d}, &pc, sizeof pc, pc.n_groups);
+    rec.dispatch(gemv_shader(rows, pc.M == 1, wt), {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else {
     general_product(rec, node);
   }
