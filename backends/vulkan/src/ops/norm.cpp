@@ -55,6 +55,9 @@ NormPush norm_push(const Tensor& node, const Operand& a, const Operand& d) {
   return pc;
 }
 
+// Widest row norm.comp fuses: 256 invocations x kCache elements held in registers.
+constexpr int64_t kFusedRow = 256 * 16;
+
 bool dense_f32(const Tensor& t) { return t.type == DType::F32 && is_contiguous(t); }
 
 // Two tensors of the fused group: disjoint memory, or the same memory in place (same shape).
@@ -79,7 +82,9 @@ size_t norm_fused(Recorder& rec, std::span<Tensor* const> nodes) {
   const bool add = nodes.size() >= 3 && nodes[0]->op == Op::ADD && nodes[1]->src[0] == nodes[0];
   const Tensor& nrm = *nodes[add ? 1 : 0];
   const Tensor& mul = *nodes[add ? 2 : 1];
-  if ((nrm.op != Op::RMS_NORM && nrm.op != Op::L2_NORM) || !dense_f32(nrm) || !weight_product(nrm, mul)) return 0;
+  if ((nrm.op != Op::RMS_NORM && nrm.op != Op::L2_NORM) || !dense_f32(nrm) || nrm.ne[0] > kFusedRow ||
+      !weight_product(nrm, mul))
+    return 0;
   const Tensor& x = add ? *nodes[0]->src[0] : *nrm.src[0];
   const Tensor* y = add ? nodes[0]->src[1] : nullptr;
   if (!dense_f32(x) || x.ne != nrm.ne || (y && (!dense_f32(*y) || y->ne != nrm.ne || !dense_f32(*nodes[0])))) return 0;
