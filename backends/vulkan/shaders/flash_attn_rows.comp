@@ -12,12 +12,17 @@
 // is all zeros (as flash_attn.comp).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 #define kChunk 64u
 #define kMaxDk 512u
 
-layout(local_size_x = 128) in;
+#define kThreads 256u
+#define kBatch 8u  // v loads in flight per invocation
+#define kPer 8u     // k loads in flight per lane
+
+layout(local_size_x = 256) in;
 
 TENSOR(0, q)
 TENSOR(1, k)
@@ -47,12 +52,22 @@ uint slot(uint row, uint c) { return pc.ws_off + (row * pc.n_chunks + c) * (pc.d
 void scores(uint h, uint t, uint kv, uint j0, uint j1) {
   uint tq = pc.types & 15u, tk = (pc.types >> 4) & 15u;
   uint q0 = pc.q_off + h * pc.q_nb1 + t * pc.q_nb2;
-  for (uint i = gl_LocalInvocationID.x; i < pc.dk; i += 128u) qs[i] = load_q(tq, q0 + i * pc.q_nb0);
+  for (uint i = gl_LocalInvocationID.x; i < pc.dk; i += kThreads) qs[i] = load_q(tq, q0 + i * pc.q_nb0);
   barrier();
   for (uint j = j0 + gl_SubgroupID; j < j1; j += gl_NumSubgroups) {
     uint k0 = pc.k_off + kv * pc.k_nb1 + j * pc.k_nb2;
+    // kPer loads of the key per lane at once (indices clamped to Dk, their terms dropped after): a
+    // loop of loads bounded by Dk issues them one after another. Summed in index order.
     float part = 0.0;
-    for (uint i = gl_SubgroupInvocationID; i < pc.dk; i += gl_SubgroupSize) part += qs[i] * load_k(tk, k0 + i * pc.k_nb0);
+    for (uint i0 = 0u; i0 < pc.dk; i0 += kPer * gl_SubgroupSize) {
+      float kx[kPer];
+      [[unroll]] for (uint r = 0u; r < kPer; ++r)
+        kx[r] = load_k(tk, k0 + min(i0 + gl_SubgroupInvocationID + r * gl_SubgroupSize, pc.dk - 1u) * pc.k_nb0);
+      [[unroll]] for (uint r = 0u; r < kPer; ++r) {
+        uint i = i0 + gl_SubgroupInvocationID + r * gl_SubgroupSize;
+        if (i < pc.dk) part += qs[i] * kx[r];
+      }
+    }
     float w = subgroupAdd(part) * pc.scale;
     if (pc.has_mask == 1u) w += m32[pc.m_off + j * pc.m_nb0 + t * pc.m_nb1];
     if (subgroupElect()) sc[j - j0] = w;
@@ -73,11 +88,18 @@ void chunk(uint row, uint c) {
   if (!empty)
     for (uint j = j0; j < j1; ++j) s += exp(sc[j - j0] - mx);
   uint o = slot(row, c);
-  for (uint i = gl_LocalInvocationID.x; i < pc.dv; i += 128u) {
+  for (uint i = gl_LocalInvocationID.x; i < pc.dv; i += kThreads) {
     float acc = 0.0;
-    for (uint j = j0; !empty && j < j1; ++j) {
-      float p = exp(sc[j - j0] - mx);
-      if (p != 0.0) acc += p * load_v(tv, pc.v_off + i * pc.v_nb0 + kv * pc.v_nb1 + j * pc.v_nb2);
+    // kBatch keys' v loads at once (keys clamped to the chunk); a zero weight's v is not added
+    // (masked keys' cache rows may hold anything), the sum in key order as before.
+    for (uint jb = j0; !empty && jb < j1; jb += kBatch) {
+      float vb[kBatch];
+      [[unroll]] for (uint b = 0u; b < kBatch; ++b)
+        vb[b] = load_v(tv, pc.v_off + i * pc.v_nb0 + kv * pc.v_nb1 + min(jb + b, j1 - 1u) * pc.v_nb2);
+      [[unroll]] for (uint b = 0u; b < kBatch; ++b) {
+        float p = jb + b < j1 ? exp(sc[min(jb + b, j1 - 1u) - j0] - mx) : 0.0;
+        if (p != 0.0) acc += p * vb[b];
+      }
     }
     ws[o + i] = acc;
   }
@@ -94,7 +116,7 @@ void combine(uint row) {
   bool empty = isinf(mx) && mx < 0.0;
   float s = 0.0;
   for (uint c = 0u; !empty && c < pc.n_chunks; ++c) s += ws[slot(row, c) + pc.dv + 1u] * exp(ws[slot(row, c) + pc.dv] - mx);
-  for (uint i = gl_LocalInvocationID.x; i < pc.dv; i += 128u) {
+  for (uint i = gl_LocalInvocationID.x; i < pc.dv; i += kThreads) {
     float acc = 0.0;
     for (uint c = 0u; !empty && c < pc.n_chunks; ++c) {
       float e = exp(ws[slot(row, c) + pc.dv] - mx);
