@@ -28,6 +28,7 @@ Switch switch_of(Diag d) {
     case Diag::VULKAN_TILE128: return {"GL_VULKAN_COOP_TILE", "128"};
     case Diag::VULKAN_GEMV_ROWS1: return {"GL_VULKAN_GEMV_ROWS", "1"};
     case Diag::VULKAN_GEMV_ROWS2: return {"GL_VULKAN_GEMV_ROWS", "2"};
+    case Diag::VULKAN_COOP_NV: return {"GL_VULKAN_COOP", "nv"};
     case Diag::UPDATE_GOLDEN: return {"GL_UPDATE_GOLDEN", "1"};
   }
   return {};  // not reached: every switch returns above

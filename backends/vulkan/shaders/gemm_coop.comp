@@ -18,6 +18,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 #ifdef TILE64
@@ -32,11 +33,17 @@
 #define kAccN 4u
 #endif
 #define kAccM 2u
+#ifdef N16
+#define kCn 16u  // activation rows per accumulator
+#else
+#define kCn 8u
+#endif
+#define kAccMn (kAccM * 16u / kCn)  // accumulators along m
 #define kSubN (kTileN / (16u * kAccN))  // subgroups along n
 #define kTileK 32u
 #define kLd 40u                                    // f16 per staged row: kTileK + 8 (banks staggered)
 #define kWChunks (kTileN * kTileK / 8u / kThreads)  // 16-byte weight chunks (8 k) per invocation
-#define kXChunks (kTileM * kTileK / 4u / kThreads)  // 16-byte activation chunks (4 k) per invocation
+#define kXChunks (kTileM * kTileK / 8u / kThreads)  // activation chunks of 8 k (two 16-byte loads) per invocation
 #define kF16Max 65504.0
 
 layout(local_size_x = kThreads) in;
@@ -60,9 +67,11 @@ layout(push_constant) uniform Push {
   uint split;  // 1: x = hi + lo (two products); 0: hi only
 } pc;
 
-shared float16_t wsh[kTileN * kLd];   // [n][k]
-shared float16_t xhi[kTileM * kLd];   // [m][k]
-shared float16_t xlo[kTileM * kLd];   // [m][k]
+// 8 f16 per 16-byte word (element k of row r at half r * kLd + k): a chunk of 8 k is one store.
+#define kLdV (kLd / 8u)
+shared uvec4 wsh[kTileN * kLdV];  // [n][k]
+shared uvec4 xhi[kTileM * kLdV];  // [m][k]
+shared uvec4 xlo[kTileM * kLdV];  // [m][k]
 // One 16 x 16 result per subgroup, [m][n], then the out-of-range flag (kFlag: 0 or 1). The flag
 // lives in this array rather than in a shared uint of its own: NVIDIA's driver (580.159) placed
 // such a uint before the f16 arrays, which moved them 4 bytes off their 16-byte boundaries, and
@@ -72,54 +81,67 @@ shared float16_t xlo[kTileM * kLd];   // [m][k]
 #define kFlag (kThreads / 32u * 256u)
 shared float csh[kFlag + 4u];
 
-// Slab k0's weight chunks and activation chunks of this invocation, as f32 (zero past the edges).
-void fetch(uint wrow0, uint xrow0, uint n0, uint m0, uint k0, out vec4 wv[2 * kWChunks], out vec4 xv[kXChunks]) {
-  uint tw = pc.types & 15u;
-  for (uint i = 0u; i < kWChunks; ++i) {
+// Slab k0's raw weight chunks (8 halves each) and activation chunks of this invocation, zero
+// past the edges. A tile inside N, M and whole slabs of K (uniform per group) loads without
+// bounds checks, so every load is in flight at once.
+void fetch(uint wrow0, uint xrow0, uint n0, uint m0, uint k0, bool inside, out uvec4 wv[kWChunks], out vec4 xv[2 * kXChunks]) {
+  [[unroll]] for (uint i = 0u; i < kWChunks; ++i) {
     uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 8u), k = k0 + (c % (kTileK / 8u)) * 8u;
-    uvec4 h = uvec4(0u);
-    if (k < pc.K && n0 + row < pc.N) h = w4[(wrow0 + row * pc.w_nb.y + k) >> 3];
-    if (tw == TYPE_F16) {
-      wv[2u * i] = vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
-      wv[2u * i + 1u] = vec4(unpackHalf2x16(h.z), unpackHalf2x16(h.w));
-    } else {
-      wv[2u * i] = uintBitsToFloat(uvec4(h.x << 16, h.x & 0xffff0000u, h.y << 16, h.y & 0xffff0000u));
-      wv[2u * i + 1u] = uintBitsToFloat(uvec4(h.z << 16, h.z & 0xffff0000u, h.w << 16, h.w & 0xffff0000u));
-    }
+    if (inside) wv[i] = w4[(wrow0 + row * pc.w_nb.y + k) >> 3];
+    else wv[i] = k < pc.K && n0 + row < pc.N ? w4[(wrow0 + row * pc.w_nb.y + k) >> 3] : uvec4(0u);
   }
-  for (uint i = 0u; i < kXChunks; ++i) {
-    uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 4u), k = k0 + (c % (kTileK / 4u)) * 4u;
-    xv[i] = k < pc.K && m0 + row < pc.M ? x4[(xrow0 + row * pc.x_nb.y + k) >> 2] : vec4(0.0);
+  [[unroll]] for (uint i = 0u; i < kXChunks; ++i) {
+    uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 8u), k = k0 + (c % (kTileK / 8u)) * 8u;
+    uint at = (xrow0 + row * pc.x_nb.y + k) >> 2;
+    if (inside) {
+      xv[2u * i] = x4[at];
+      xv[2u * i + 1u] = x4[at + 1u];
+    } else {
+      bool in_range = k < pc.K && m0 + row < pc.M;  // K is a multiple of 8
+      xv[2u * i] = in_range ? x4[at] : vec4(0.0);
+      xv[2u * i + 1u] = in_range ? x4[at + 1u] : vec4(0.0);
+    }
   }
 }
 
 // v rounded to f16's precision (nearest even, f16's normal range), computed on its bits: NVIDIA's
 // compiler folds float(float16_t(v)) back to v, which made every lo half 0 (EXACT = FAST).
-float f16_round(float v) {
-  uint u = floatBitsToUint(v);
+vec4 f16_round(vec4 v) {
+  uvec4 u = floatBitsToUint(v);
   return uintBitsToFloat((u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u);
 }
 
+// Two BF16 (the halves of word h) as an f16 pair; exact for |w| in [2^-14, 65504].
+uint bf16_pair_to_f16(uint h) { return packHalf2x16(uintBitsToFloat(uvec2(h << 16, h & 0xffff0000u))); }
+
+// Whether either BF16 of word h is past f16's range (|w| >= 65536, the next BF16 after 65280), or
+// is inf or NaN.
+bool bf16_pair_big(uint h) { return (h & 0x7fffu) >= 0x4780u || ((h >> 16) & 0x7fffu) >= 0x4780u; }
+
 // Writes the slab to shared memory as f16 (x as hi and lo); flags values past f16's range.
-void stage(vec4 wv[2 * kWChunks], vec4 xv[kXChunks]) {
+void stage(uvec4 wv[kWChunks], vec4 xv[2 * kXChunks]) {
   bool big = false;
-  for (uint i = 0u; i < kWChunks; ++i) {
+  bool bf16 = (pc.types & 15u) == TYPE_BF16;
+  [[unroll]] for (uint i = 0u; i < kWChunks; ++i) {
     uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 8u), k = (c % (kTileK / 8u)) * 8u;
-    for (uint j = 0u; j < 8u; ++j) {
-      float v = wv[2u * i + j / 4u][j % 4u];
-      big = big || abs(v) > kF16Max;
-      wsh[row * kLd + k + j] = float16_t(v);
+    uvec4 h = wv[i];
+    if (bf16) {
+      big = big || bf16_pair_big(h.x) || bf16_pair_big(h.y) || bf16_pair_big(h.z) || bf16_pair_big(h.w);
+      h = uvec4(bf16_pair_to_f16(h.x), bf16_pair_to_f16(h.y), bf16_pair_to_f16(h.z), bf16_pair_to_f16(h.w));
+    } else {
+      uvec4 e = h & 0x7c007c00u;  // f16 inf or NaN
+      big = big || any(equal(e & 0x7c00u, uvec4(0x7c00u))) || any(equal(e >> 16, uvec4(0x7c00u)));
     }
+    wsh[row * kLdV + k / 8u] = h;
   }
-  for (uint i = 0u; i < kXChunks; ++i) {
-    uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 4u), k = (c % (kTileK / 4u)) * 4u;
-    for (uint j = 0u; j < 4u; ++j) {
-      float v = xv[i][j];
-      big = big || abs(v) > kF16Max;
-      float h = f16_round(v);
-      xhi[row * kLd + k + j] = float16_t(h);
-      xlo[row * kLd + k + j] = pc.split == 1u ? float16_t(v - h) : float16_t(0.0);
-    }
+  [[unroll]] for (uint i = 0u; i < kXChunks; ++i) {
+    uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 8u), k = (c % (kTileK / 8u)) * 8u;
+    vec4 v0 = xv[2u * i], v1 = xv[2u * i + 1u];
+    big = big || any(greaterThan(max(abs(v0), abs(v1)), vec4(kF16Max)));
+    vec4 h0 = f16_round(v0), h1 = f16_round(v1);
+    vec4 l0 = pc.split == 1u ? v0 - h0 : vec4(0.0), l1 = pc.split == 1u ? v1 - h1 : vec4(0.0);
+    xhi[row * kLdV + k / 8u] = uvec4(packHalf2x16(h0.xy), packHalf2x16(h0.zw), packHalf2x16(h1.xy), packHalf2x16(h1.zw));
+    xlo[row * kLdV + k / 8u] = uvec4(packHalf2x16(l0.xy), packHalf2x16(l0.zw), packHalf2x16(l1.xy), packHalf2x16(l1.zw));
   }
   if (big) csh[kFlag] = 1.0;
 }
@@ -154,24 +176,29 @@ void main() {
   uint sn = (gl_SubgroupID % kSubN) * 16u * kAccN, sm = (gl_SubgroupID / kSubN) * 16u * kAccM;
   if (gl_LocalInvocationID.x == 0u) csh[kFlag] = 0.0;
   barrier();  // before any stage() may set it
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> c[kAccN][kAccM];
-  for (uint i = 0u; i < kAccN; ++i)
-    for (uint j = 0u; j < kAccM; ++j) c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-  vec4 wv[2 * kWChunks], xv[kXChunks];
-  fetch(wrow0, xrow0, n0, m0, 0u, wv, xv);
+  // Accumulators of kCn activation rows each (16 or 8: the driver's 16 x 8 x 16 shape is what
+  // the tensor cores do natively).
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, kCn> c[kAccN][kAccMn];
+  [[unroll]] for (uint i = 0u; i < kAccN; ++i)
+    [[unroll]] for (uint j = 0u; j < kAccMn; ++j) c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, kCn>(0.0);
+  bool inside = n0 + kTileN <= pc.N && m0 + kTileM <= pc.M && pc.K % kTileK == 0u;
+  uvec4 wv[kWChunks];
+  vec4 xv[2 * kXChunks];
+  fetch(wrow0, xrow0, n0, m0, 0u, inside, wv, xv);
   for (uint k0 = 0u; k0 < pc.K; k0 += kTileK) {
     stage(wv, xv);
     barrier();
-    if (k0 + kTileK < pc.K) fetch(wrow0, xrow0, n0, m0, k0 + kTileK, wv, xv);
-    for (uint kk = 0u; kk < kTileK; kk += 16u) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[kAccN], bh[kAccM], bl[kAccM];
-      for (uint i = 0u; i < kAccN; ++i) coopMatLoadNV(a[i], wsh, (sn + i * 16u) * kLd + kk, kLd, false);
-      for (uint j = 0u; j < kAccM; ++j) {
-        coopMatLoadNV(bh[j], xhi, (sm + j * 16u) * kLd + kk, kLd, true);
-        coopMatLoadNV(bl[j], xlo, (sm + j * 16u) * kLd + kk, kLd, true);
+    if (k0 + kTileK < pc.K) fetch(wrow0, xrow0, n0, m0, k0 + kTileK, inside, wv, xv);
+    [[unroll]] for (uint kk = 0u; kk < kTileK; kk += 16u) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[kAccN];
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, kCn> bh[kAccMn], bl[kAccMn];
+      [[unroll]] for (uint i = 0u; i < kAccN; ++i) coopMatLoadNV(a[i], wsh, ((sn + i * 16u) * kLd + kk) / 8u, kLdV, false);
+      [[unroll]] for (uint j = 0u; j < kAccMn; ++j) {
+        coopMatLoadNV(bh[j], xhi, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
+        coopMatLoadNV(bl[j], xlo, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
       }
-      for (uint i = 0u; i < kAccN; ++i)
-        for (uint j = 0u; j < kAccM; ++j) {
+      [[unroll]] for (uint i = 0u; i < kAccN; ++i)
+        [[unroll]] for (uint j = 0u; j < kAccMn; ++j) {
           c[i][j] = coopMatMulAddNV(a[i], bl[j], c[i][j]);
           c[i][j] = coopMatMulAddNV(a[i], bh[j], c[i][j]);
         }
@@ -183,13 +210,13 @@ void main() {
     return;
   }
   uint sg = gl_SubgroupID;
-  for (uint i = 0u; i < kAccN; ++i)
-    for (uint j = 0u; j < kAccM; ++j) {
+  [[unroll]] for (uint i = 0u; i < kAccN; ++i)
+    [[unroll]] for (uint j = 0u; j < kAccMn; ++j) {
       coopMatStoreNV(c[i][j], csh, sg * 256u, 16u, true);  // element (n, m) at m * 16 + n
       memoryBarrierShared();
       barrier();
-      for (uint e = gl_SubgroupInvocationID; e < 256u; e += gl_SubgroupSize)
-        store_out(n0 + sn + i * 16u + e % 16u, m0 + sm + j * 16u + e / 16u, b2, b3, csh[sg * 256u + e]);
+      for (uint e = gl_SubgroupInvocationID; e < 16u * kCn; e += gl_SubgroupSize)
+        store_out(n0 + sn + i * 16u + e % 16u, m0 + sm + j * kCn + e / 16u, b2, b3, csh[sg * 256u + e]);
       barrier();
     }
 }

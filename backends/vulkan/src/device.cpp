@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "check.h"
+#include "coop_khr.h"
 #include "ggml-lite/diag.h"
 
 namespace gl::vulkan {
@@ -70,18 +71,27 @@ bool has_extension(VkPhysicalDevice d, const char* name) {
                      [name](const VkExtensionProperties& e) { return std::string_view(e.extensionName) == name; });
 }
 
-// What gemm_coop.comp needs: VK_NV_cooperative_matrix with 16 x 16 x 16 f16 products accumulated
-// in f32 by subgroups of 32 (4 per work group of 128), and f16 in shaders.
-bool has_f16_coop_matrix(VkInstance inst, VkPhysicalDevice d) {
-  if (!has_extension(d, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || subgroup_properties(d).subgroupSize != 32)
-    return false;
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+// f16 in shaders and subgroups of 32: what gemm_coop.comp needs beside the matrices.
+bool coop_basics(VkPhysicalDevice d, void* coop_features) {
+  if (subgroup_properties(d).subgroupSize != 32) return false;
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  f12.pNext = &cm;
+  f12.pNext = coop_features;
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f.pNext = &f12;
   vkGetPhysicalDeviceFeatures2(d, &f);
-  if (!cm.cooperativeMatrix || !f12.shaderFloat16) return false;
+  return f12.shaderFloat16;
+}
+
+// gemm_coop.comp's products: 16 x 8 x 16, f16 A and B, f32 accumulator and result, subgroup scope.
+bool is_gemm_coop_shape(uint32_t m, uint32_t n, uint32_t k, bool f16_ab, bool f32_cd, bool subgroup) {
+  return m == 16 && n == 8 && k == 16 && f16_ab && f32_cd && subgroup;
+}
+
+// VK_NV_cooperative_matrix with gemm_coop.comp's products.
+bool has_nv_coop_matrix(VkInstance inst, VkPhysicalDevice d) {
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  if (!has_extension(d, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || !coop_basics(d, &cm) || !cm.cooperativeMatrix)
+    return false;
   const auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
       vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   uint32_t n = 0;
@@ -89,9 +99,26 @@ bool has_f16_coop_matrix(VkInstance inst, VkPhysicalDevice d) {
   std::vector<VkCooperativeMatrixPropertiesNV> ps(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
   if (get(d, &n, ps.data()) != VK_SUCCESS) return false;
   return std::any_of(ps.begin(), ps.begin() + n, [](const VkCooperativeMatrixPropertiesNV& p) {
-    return p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-           p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-           p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV;
+    return is_gemm_coop_shape(p.MSize, p.NSize, p.KSize,
+                              p.AType == VK_COMPONENT_TYPE_FLOAT16_NV && p.BType == VK_COMPONENT_TYPE_FLOAT16_NV,
+                              p.CType == VK_COMPONENT_TYPE_FLOAT32_NV && p.DType == VK_COMPONENT_TYPE_FLOAT32_NV,
+                              p.scope == VK_SCOPE_SUBGROUP_NV);
+  });
+}
+
+// VK_KHR_cooperative_matrix with gemm_coop.comp's products (coop_khr.h).
+bool has_khr_coop_matrix(VkInstance inst, VkPhysicalDevice d) {
+  KhrCoopFeatures cm;
+  if (!has_extension(d, kKhrCoopExtension) || !coop_basics(d, &cm) || !cm.cooperativeMatrix) return false;
+  const auto get = reinterpret_cast<KhrCoopPropertiesFn>(
+      vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  uint32_t n = 0;
+  if (!get || get(d, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<KhrCoopProperties> ps(n);
+  if (get(d, &n, ps.data()) != VK_SUCCESS) return false;
+  return std::any_of(ps.begin(), ps.begin() + n, [](const KhrCoopProperties& p) {
+    return is_gemm_coop_shape(p.MSize, p.NSize, p.KSize, p.AType == kKhrFloat16 && p.BType == kKhrFloat16,
+                              p.CType == kKhrFloat32 && p.ResultType == kKhrFloat32, p.scope == kKhrScopeSubgroup);
   });
 }
 
@@ -154,7 +181,12 @@ Result<std::shared_ptr<Device>> Device::open(const Options& opt) {
   const VkPhysicalDeviceSubgroupProperties sg = subgroup_properties(dev->phys_);
   dev->subgroup_ops_ = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? sg.supportedOperations : 0;
   dev->subgroup_size_ = sg.subgroupSize;
-  dev->coop_matrix_ = opt.cooperative_matrix && has_f16_coop_matrix(dev->instance_, dev->phys_);
+  // KHR where the device has it (NVIDIA's NV products run far below the tensor cores' rate, see
+  // coop_khr.h), else NV; GL_VULKAN_COOP=nv keeps NV for A/B timing.
+  if (opt.cooperative_matrix) {
+    const bool khr = !diag_env(Diag::VULKAN_COOP_NV) && has_khr_coop_matrix(dev->instance_, dev->phys_);
+    dev->coop_ = khr ? Coop::KHR : has_nv_coop_matrix(dev->instance_, dev->phys_) ? Coop::NV : Coop::NONE;
+  }
   dev->split_f16_ = opt.precision == Precision::EXACT;
   dev->coop_tile_ = opt.coop_tile;
   // A/B timing of the tile sizes (every output element sums the same k blocks in the same order).
@@ -196,12 +228,13 @@ void Device::create_device() {
   VkPhysicalDeviceFeatures2 want{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   want.features.shaderInt16 = VK_TRUE;
   want.pNext = &want11;
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV want_cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  const char* coop_ext = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
-  if (coop_matrix_) {
-    want_cm.cooperativeMatrix = VK_TRUE;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV want_nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  KhrCoopFeatures want_khr;
+  want_nv.cooperativeMatrix = want_khr.cooperativeMatrix = VK_TRUE;
+  const char* coop_ext = coop_ == Coop::KHR ? kKhrCoopExtension : VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+  if (coop_ != Coop::NONE) {
     want12.shaderFloat16 = VK_TRUE;
-    want12.pNext = &want_cm;
+    want12.pNext = coop_ == Coop::KHR ? static_cast<void*>(&want_khr) : static_cast<void*>(&want_nv);
   }
 
   const float priority = 1.0f;
@@ -213,8 +246,8 @@ void Device::create_device() {
   info.pNext = &want;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
-  info.enabledExtensionCount = coop_matrix_ ? 1 : 0;
-  info.ppEnabledExtensionNames = coop_matrix_ ? &coop_ext : nullptr;
+  info.enabledExtensionCount = coop_ != Coop::NONE ? 1 : 0;
+  info.ppEnabledExtensionNames = coop_ != Coop::NONE ? &coop_ext : nullptr;
   GL_VK_CHECK(vkCreateDevice(phys_, &info, nullptr, &device_));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }

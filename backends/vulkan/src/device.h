@@ -39,8 +39,9 @@ struct Allocation {
 
 class Device : public std::enable_shared_from_this<Device> {
  public:
-  // The device opt.device (-1: discrete GPU first), with VK_NV_cooperative_matrix enabled where
-  // opt.cooperative_matrix asks and the device offers what gemm_coop.comp needs; keeps
+  // The device opt.device (-1: discrete GPU first), with VK_KHR_cooperative_matrix (else
+  // VK_NV_cooperative_matrix) enabled where opt.cooperative_matrix asks and the device offers
+  // what gemm_coop.comp needs; keeps
   // opt.precision and opt.coop_tile for the ops.
   static Result<std::shared_ptr<Device>> open(const Options& opt);
   ~Device();
@@ -67,7 +68,10 @@ class Device : public std::enable_shared_from_this<Device> {
   bool subgroup_ops(VkSubgroupFeatureFlags ops) const { return (subgroup_ops_ & ops) == ops; }
   uint32_t subgroup_size() const { return subgroup_size_; }
   // Whether gemm_coop.comp may run (asked for at open() and offered by the device).
-  bool coop_matrix() const { return coop_matrix_; }
+  bool coop_matrix() const { return coop_ != Coop::NONE; }
+  // Through which extension: gemm_coop.comp's SPIR-V is translated to KHR's (coop_khr.h) for KHR.
+  enum class Coop : uint8_t { NONE, NV, KHR };
+  Coop coop() const { return coop_; }
   // Whether tensor-core products split the activations into two f16 halves (Precision::EXACT).
   bool split_f16() const { return split_f16_; }
   uint32_t coop_tile() const { return coop_tile_; }  // Options::coop_tile
@@ -89,7 +93,7 @@ class Device : public std::enable_shared_from_this<Device> {
   VkPhysicalDeviceMemoryProperties mem_{};
   VkSubgroupFeatureFlags subgroup_ops_ = 0;  // in compute shaders
   uint32_t subgroup_size_ = 0;
-  bool coop_matrix_ = false;
+  Coop coop_ = Coop::NONE;
   bool split_f16_ = true;
   uint32_t coop_tile_ = 0;
   uint32_t gemv_rows_ = 0;

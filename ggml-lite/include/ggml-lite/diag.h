@@ -28,6 +28,7 @@ enum class Diag : uint8_t {
   VULKAN_TILE128,     // GL_VULKAN_COOP_TILE=128: on 128 x 128 tiles (same bits; A/B timing)
   VULKAN_GEMV_ROWS1,  // GL_VULKAN_GEMV_ROWS=1: one weight row per Vulkan GEMV work group (same bits)
   VULKAN_GEMV_ROWS2,  // GL_VULKAN_GEMV_ROWS=2: two (same bits; A/B timing)
+  VULKAN_COOP_NV,     // GL_VULKAN_COOP=nv: Vulkan tensor-core products through VK_NV_cooperative_matrix, not KHR
   UPDATE_GOLDEN,      // GL_UPDATE_GOLDEN=1: tests rewrite their golden files instead of comparing
 };
 
