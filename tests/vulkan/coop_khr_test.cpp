@@ -53,7 +53,7 @@ size_t count(const std::vector<Op>& ops, uint16_t code) {
 }
 
 TEST(CoopKhr, GemmCoopTranslatesOpForOp) {
-  for (Shader s : {Shader::GEMM_COOP, Shader::GEMM_COOP64}) {
+  for (Shader s : {Shader::GEMM_COOP, Shader::GEMM_COOP64, Shader::GEMM_COOP_F, Shader::GEMM_COOP64_F}) {
     SCOPED_TRACE(shader_name(s));
     const std::span<const uint32_t> nv_words = spirv(s);
     const std::vector<uint32_t> khr_words = coop_nv_to_khr(nv_words);

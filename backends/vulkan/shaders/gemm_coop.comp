@@ -1,18 +1,19 @@
 #version 450
-// gemm_coop.comp - MUL_MAT for prefill on tensor cores (VK_NV_cooperative_matrix: 16 x 16 x 16
-// f16 products, f32 accumulation, subgroups of 32), for F16/BF16 weights and F32 activations whose
-// rows are read with 16-byte loads. out[n, m, b2, b3] = sum_k w[k, n, ..] * x[k, m, ..].
+// gemm_coop.comp - MUL_MAT for prefill on tensor cores (written against VK_NV_cooperative_matrix
+// and run through VK_KHR_cooperative_matrix where the device has it, see src/coop_khr.h: 16 x 8 x
+// 16 f16 products, f32 accumulation, subgroups of 32), for F16/BF16 weights and F32 activations
+// whose rows are read with 16-byte loads. out[n, m, b2, b3] = sum_k w[k, n, ..] * x[k, m, ..].
 // The weights convert to f16 exactly (BF16: for |w| in [2^-17, 65504]; below, within 2^-25).
-// Each activation is split into hi = f16(x) and lo = f16(x - hi) and the weights multiply both
-// (pc.split = 1), so the product keeps ~22 bits of x: within f32 GEMM rounding of the CPU. With
-// pc.split = 0 (Precision::FAST) lo is zero: x rounded to f16.
+// Each activation is split into hi = f16(x) and lo = f16(x - hi) and the weights multiply both,
+// so the product keeps ~22 bits of x: within f32 GEMM rounding of the CPU. Compiled with FAST
+// (gemm_coop_f, gemm_coop64_f: Precision::FAST) x is rounded to f16: one product, no lo.
 // A work group computes a kTileN x kTileM output tile, each of its subgroups a kAccN*16 x kAccM*16
 // part (kAccN x kAccM accumulators): 128 x 128 with 8 subgroups, or (TILE64, compiled as
 // gemm_coop64) 64 x 64 with 4 for products too small to fill the GPU with big tiles. k goes in
 // slabs of kTileK: the next slab is read into registers while the current one (f16 in shared
 // memory) is multiplied. A value past f16's range (|x| or |w| > 65504) sets a flag and the work
 // group computes its tile again in f32 (plain loops): rare, but exact. Results leave through shared
-// memory, one 16 x 16 accumulator per subgroup at a time, so any output layout and partial tile
+// memory, one 16 x 8 accumulator per subgroup at a time, so any output layout and partial tile
 // is written with plain bounds-checked stores.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -33,11 +34,7 @@
 #define kAccN 4u
 #endif
 #define kAccM 2u
-#ifdef N16
-#define kCn 16u  // activation rows per accumulator
-#else
-#define kCn 8u
-#endif
+#define kCn 8u  // activation rows per accumulator and B fragment (16 x 8 x 16 products)
 #define kAccMn (kAccM * 16u / kCn)  // accumulators along m
 #define kSubN (kTileN / (16u * kAccN))  // subgroups along n
 #define kTileK 32u
@@ -64,14 +61,15 @@ layout(push_constant) uniform Push {
   uint types;                // w | x << 4 | d << 8
   uint x_vec;                // gemv.comp's
   uint n_groups;
-  uint split;  // 1: x = hi + lo (two products); 0: hi only
 } pc;
 
 // 8 f16 per 16-byte word (element k of row r at half r * kLd + k): a chunk of 8 k is one store.
 #define kLdV (kLd / 8u)
 shared uvec4 wsh[kTileN * kLdV];  // [n][k]
 shared uvec4 xhi[kTileM * kLdV];  // [m][k]
+#ifndef FAST
 shared uvec4 xlo[kTileM * kLdV];  // [m][k]
+#endif
 // One 16 x 16 result per subgroup, [m][n], then the out-of-range flag (kFlag: 0 or 1). The flag
 // lives in this array rather than in a shared uint of its own: NVIDIA's driver (580.159) placed
 // such a uint before the f16 arrays, which moved them 4 bytes off their 16-byte boundaries, and
@@ -139,9 +137,11 @@ void stage(uvec4 wv[kWChunks], vec4 xv[2 * kXChunks]) {
     vec4 v0 = xv[2u * i], v1 = xv[2u * i + 1u];
     big = big || any(greaterThan(max(abs(v0), abs(v1)), vec4(kF16Max)));
     vec4 h0 = f16_round(v0), h1 = f16_round(v1);
-    vec4 l0 = pc.split == 1u ? v0 - h0 : vec4(0.0), l1 = pc.split == 1u ? v1 - h1 : vec4(0.0);
     xhi[row * kLdV + k / 8u] = uvec4(packHalf2x16(h0.xy), packHalf2x16(h0.zw), packHalf2x16(h1.xy), packHalf2x16(h1.zw));
+#ifndef FAST
+    vec4 l0 = v0 - h0, l1 = v1 - h1;
     xlo[row * kLdV + k / 8u] = uvec4(packHalf2x16(l0.xy), packHalf2x16(l0.zw), packHalf2x16(l1.xy), packHalf2x16(l1.zw));
+#endif
   }
   if (big) csh[kFlag] = 1.0;
 }
@@ -176,30 +176,35 @@ void main() {
   uint sn = (gl_SubgroupID % kSubN) * 16u * kAccN, sm = (gl_SubgroupID / kSubN) * 16u * kAccM;
   if (gl_LocalInvocationID.x == 0u) csh[kFlag] = 0.0;
   barrier();  // before any stage() may set it
-  // Accumulators of kCn activation rows each (16 or 8: the driver's 16 x 8 x 16 shape is what
-  // the tensor cores do natively).
+  bool inside = n0 + kTileN <= pc.N && m0 + kTileM <= pc.M && pc.K % kTileK == 0u;
+  // Accumulators of kCn activation rows each: the 16 x 8 x 16 products make A, B and the
+  // accumulator matrices of three shapes, which coop_khr.h needs to give each its use.
   fcoopmatNV<32, gl_ScopeSubgroup, 16, kCn> c[kAccN][kAccMn];
   [[unroll]] for (uint i = 0u; i < kAccN; ++i)
     [[unroll]] for (uint j = 0u; j < kAccMn; ++j) c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, kCn>(0.0);
-  bool inside = n0 + kTileN <= pc.N && m0 + kTileM <= pc.M && pc.K % kTileK == 0u;
   uvec4 wv[kWChunks];
   vec4 xv[2 * kXChunks];
   fetch(wrow0, xrow0, n0, m0, 0u, inside, wv, xv);
-  for (uint k0 = 0u; k0 < pc.K; k0 += kTileK) {
+  for (uint k0 = 0u; k0 < pc.K; k0 += kTileK) {  // slab k0 is multiplied while k0 + kTileK is read
     stage(wv, xv);
     barrier();
     if (k0 + kTileK < pc.K) fetch(wrow0, xrow0, n0, m0, k0 + kTileK, inside, wv, xv);
     [[unroll]] for (uint kk = 0u; kk < kTileK; kk += 16u) {
+      // Every fragment of the 16-k step is loaded before the first product (on the H100 a load
+      // between products costs ~40% of the prefill, s14.md); per accumulator, lo before hi.
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[kAccN];
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, kCn> bh[kAccMn], bl[kAccMn];
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, kCn> bh[kAccMn];
       [[unroll]] for (uint i = 0u; i < kAccN; ++i) coopMatLoadNV(a[i], wsh, ((sn + i * 16u) * kLd + kk) / 8u, kLdV, false);
-      [[unroll]] for (uint j = 0u; j < kAccMn; ++j) {
-        coopMatLoadNV(bh[j], xhi, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
-        coopMatLoadNV(bl[j], xlo, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
-      }
+      [[unroll]] for (uint j = 0u; j < kAccMn; ++j) coopMatLoadNV(bh[j], xhi, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
+#ifndef FAST
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, kCn> bl[kAccMn];
+      [[unroll]] for (uint j = 0u; j < kAccMn; ++j) coopMatLoadNV(bl[j], xlo, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
+#endif
       [[unroll]] for (uint i = 0u; i < kAccN; ++i)
         [[unroll]] for (uint j = 0u; j < kAccMn; ++j) {
+#ifndef FAST
           c[i][j] = coopMatMulAddNV(a[i], bl[j], c[i][j]);
+#endif
           c[i][j] = coopMatMulAddNV(a[i], bh[j], c[i][j]);
         }
     }

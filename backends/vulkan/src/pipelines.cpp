@@ -29,6 +29,8 @@ GL_VK_SPV(gemv2_f16_d)
 GL_VK_SPV(gemm)
 GL_VK_SPV(gemm_coop)
 GL_VK_SPV(gemm_coop64)
+GL_VK_SPV(gemm_coop_f)
+GL_VK_SPV(gemm_coop64_f)
 GL_VK_SPV(gdr)
 GL_VK_SPV(gdr_split)
 GL_VK_SPV(gdr_prep)
@@ -60,6 +62,8 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::GEMM: return {gl_vk_spv_gemm, gl_vk_spv_gemm_words};
     case Shader::GEMM_COOP: return {gl_vk_spv_gemm_coop, gl_vk_spv_gemm_coop_words};
     case Shader::GEMM_COOP64: return {gl_vk_spv_gemm_coop64, gl_vk_spv_gemm_coop64_words};
+    case Shader::GEMM_COOP_F: return {gl_vk_spv_gemm_coop_f, gl_vk_spv_gemm_coop_f_words};
+    case Shader::GEMM_COOP64_F: return {gl_vk_spv_gemm_coop64_f, gl_vk_spv_gemm_coop64_f_words};
     case Shader::GDR: return {gl_vk_spv_gdr, gl_vk_spv_gdr_words};
     case Shader::GDR_SPLIT: return {gl_vk_spv_gdr_split, gl_vk_spv_gdr_split_words};
     case Shader::GDR_PREP: return {gl_vk_spv_gdr_prep, gl_vk_spv_gdr_prep_words};
@@ -92,6 +96,8 @@ const char* shader_name(Shader s) {
     case Shader::GEMM: return "gemm";
     case Shader::GEMM_COOP: return "gemm_coop";
     case Shader::GEMM_COOP64: return "gemm_coop64";
+    case Shader::GEMM_COOP_F: return "gemm_coop_f";
+    case Shader::GEMM_COOP64_F: return "gemm_coop64_f";
     case Shader::GDR: return "gdr";
     case Shader::GDR_SPLIT: return "gdr_split";
     case Shader::GDR_PREP: return "gdr_prep";
@@ -140,7 +146,7 @@ VkPipeline Pipelines::get(Shader s) {
   if (p) return p;
   std::span<const uint32_t> code = spirv(s);
   std::vector<uint32_t> khr;  // gemm_coop.comp's products through VK_KHR_cooperative_matrix
-  if ((s == Shader::GEMM_COOP || s == Shader::GEMM_COOP64) && dev_.coop() == Device::Coop::KHR) {
+  if (is_gemm_coop(s) && dev_.coop() == Device::Coop::KHR) {
     khr = coop_nv_to_khr(code);
     if (khr.empty())
       fail(__FILE__, __LINE__, "gemm_coop.comp's SPIR-V has no VK_KHR_cooperative_matrix form",

@@ -38,6 +38,8 @@ enum class Shader : uint8_t {
   GEMM,
   GEMM_COOP,
   GEMM_COOP64,
+  GEMM_COOP_F,  // Precision::FAST: activations rounded to f16, one product
+  GEMM_COOP64_F,
   GDR,
   GDR_SPLIT,
   GDR_PREP,
@@ -52,6 +54,10 @@ inline constexpr uint32_t kPushBytes = 128;  // the minimum every Vulkan device 
 
 std::span<const uint32_t> spirv(Shader s);
 const char* shader_name(Shader s);  // "gemm_coop": the shader file's name
+// gemm_coop.comp or one of its variants (tensor-core products).
+inline bool is_gemm_coop(Shader s) {
+  return s == Shader::GEMM_COOP || s == Shader::GEMM_COOP64 || s == Shader::GEMM_COOP_F || s == Shader::GEMM_COOP64_F;
+}
 
 class Pipelines {
  public:

@@ -32,12 +32,11 @@ constexpr uint32_t kGemmTile = 64;       // gemm.comp's kTileN and kTileM
 constexpr uint64_t kBigTileGroups = 96;  // fewest 128 x 128 work groups worth the big tile
 constexpr VkSubgroupFeatureFlags kGemvSubgroupOps = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
 
-// gemv.comp's and gemm.comp's push constants.
+// gemv.comp's, gemm.comp's and gemm_coop.comp's push constants.
 struct ProductPush {
   uint32_t x_nb[4], d_nb[4], w_nb[4];
   uint32_t K, N, M, B2, r2, r3;
   uint32_t w_off, x_off, d_off, types, x_vec, n_groups;
-  uint32_t split;  // gemm_coop.comp: x as two f16 halves
 };
 static_assert(sizeof(ProductPush) <= kPushBytes);
 
@@ -129,15 +128,19 @@ void general_product(Recorder& rec, const Tensor& node) {
 }
 
 // gemm_coop.comp (128 x 128 tiles) or its 64 x 64 variant for F16/BF16 weights in 16-byte chunks
-// and F32 activation rows where tensor cores are offered; else gemm.comp.
+// and F32 activation rows where tensor cores are offered (the _f variants for Precision::FAST:
+// activations rounded to f16, one product instead of hi and lo); else gemm.comp.
 Shader prefill_shader(Recorder& rec, const Operand& w, const Operand& x, DType wt, uint64_t batches) {
   const Device& dev = rec.device();
+  const bool fast = !dev.split_f16();
+  const Shader big_tile = fast ? Shader::GEMM_COOP_F : Shader::GEMM_COOP;
+  const Shader small_tile = fast ? Shader::GEMM_COOP64_F : Shader::GEMM_COOP64;
   const bool coop = dev.coop_matrix() && (wt == DType::F16 || wt == DType::BF16) && gemv_weights(w, wt) &&
-                    vec4_rows(x) && rec.has_pipeline(Shader::GEMM_COOP) && rec.has_pipeline(Shader::GEMM_COOP64);
+                    vec4_rows(x) && rec.has_pipeline(big_tile) && rec.has_pipeline(small_tile);
   if (!coop) return Shader::GEMM;
-  if (dev.coop_tile() != 0) return dev.coop_tile() == 128 ? Shader::GEMM_COOP : Shader::GEMM_COOP64;
+  if (dev.coop_tile() != 0) return dev.coop_tile() == 128 ? big_tile : small_tile;
   const uint64_t big = uint64_t{(w.ne[1] + 127) / 128} * ((x.ne[1] + 127) / 128) * batches;
-  return big >= kBigTileGroups ? Shader::GEMM_COOP : Shader::GEMM_COOP64;
+  return big >= kBigTileGroups ? big_tile : small_tile;
 }
 
 // gemv.comp's weight rows per work group (1 or 2), by the weights' shape only, never the row
@@ -177,10 +180,9 @@ void mul_mat(Recorder& rec, const Tensor& node) {
   const uint64_t batches = uint64_t{d.ne[2]} * d.ne[3];
   if (pc.M > kGemvRows) {
     const Shader shader = prefill_shader(rec, w, x, wt, batches);
-    const uint64_t tile = shader == Shader::GEMM_COOP ? 128 : 64;
+    const uint64_t tile = shader == Shader::GEMM_COOP || shader == Shader::GEMM_COOP_F ? 128 : 64;
     const uint64_t tiles = ((pc.N + tile - 1) / tile) * ((pc.M + tile - 1) / tile);
     pc.n_groups = checked_groups(tiles * batches);
-    pc.split = rec.device().split_f16() ? 1 : 0;
     rec.dispatch(shader, {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else if (rec.device().subgroup_ops(kGemvSubgroupOps) && gemv_weights(w, wt)) {
     const uint32_t rows = gemv_rows(rec.device(), pc.N, batches);
