@@ -11,6 +11,7 @@
   extern const uint32_t gl_vk_spv_##name[]; \
   extern const size_t gl_vk_spv_##name##_words;
 GL_VK_SPV(elementwise)
+GL_VK_SPV(elementwise_chain)
 GL_VK_SPV(norm)
 GL_VK_SPV(softmax)
 GL_VK_SPV(rope)
@@ -44,6 +45,7 @@ namespace gl::vulkan {
 std::span<const uint32_t> spirv(Shader s) {
   switch (s) {
     case Shader::ELEMENTWISE: return {gl_vk_spv_elementwise, gl_vk_spv_elementwise_words};
+    case Shader::ELEMENTWISE_CHAIN: return {gl_vk_spv_elementwise_chain, gl_vk_spv_elementwise_chain_words};
     case Shader::NORM: return {gl_vk_spv_norm, gl_vk_spv_norm_words};
     case Shader::SOFTMAX: return {gl_vk_spv_softmax, gl_vk_spv_softmax_words};
     case Shader::ROPE: return {gl_vk_spv_rope, gl_vk_spv_rope_words};
@@ -78,6 +80,7 @@ std::span<const uint32_t> spirv(Shader s) {
 const char* shader_name(Shader s) {
   switch (s) {
     case Shader::ELEMENTWISE: return "elementwise";
+    case Shader::ELEMENTWISE_CHAIN: return "elementwise_chain";
     case Shader::NORM: return "norm";
     case Shader::SOFTMAX: return "softmax";
     case Shader::ROPE: return "rope";

@@ -20,6 +20,7 @@ namespace gl::vulkan {
 // One per shaders/<name>.comp and per variant (the lists in CMakeLists.txt).
 enum class Shader : uint8_t {
   ELEMENTWISE,
+  ELEMENTWISE_CHAIN,
   NORM,
   SOFTMAX,
   ROPE,

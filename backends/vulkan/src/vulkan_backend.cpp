@@ -34,6 +34,13 @@ std::string describe(const Tensor& node) { return "node '" + node.name + "' (" +
 }
 
 // The one dispatch switch: no default, so a new op fails to compile here.
+// Nodes at the front of nodes recorded as one dispatch (0: none): a layer's norm group, or a run
+// of elementwise nodes.
+size_t fused_nodes(Recorder& rec, std::span<Tensor* const> nodes) {
+  if (const size_t n = norm_fused(rec, nodes)) return n;
+  return elementwise_chain(rec, nodes);
+}
+
 void record_node(Recorder& rec, const Tensor& node) {
   switch (node.op) {
     case Op::NONE:
@@ -259,7 +266,7 @@ class VulkanBackend final : public Backend {
       const Tensor& node = *nodes[i];
       if (node.op == Op::NONE || is_view_op(node.op)) continue;
       try {
-        if (const size_t fused = norm_fused(rec, nodes.subspan(i))) {
+        if (const size_t fused = fused_nodes(rec, nodes.subspan(i))) {
           i += fused - 1;
           continue;
         }

@@ -58,16 +58,6 @@ NormPush norm_push(const Tensor& node, const Operand& a, const Operand& d) {
 // Widest row norm.comp fuses: 256 invocations x kCache elements held in registers.
 constexpr int64_t kFusedRow = 256 * 16;
 
-bool dense_f32(const Tensor& t) { return t.type == DType::F32 && is_contiguous(t); }
-
-// Two tensors of the fused group: disjoint memory, or the same memory in place (same shape).
-bool in_place_or_apart(const Tensor& x, const Tensor& y) {
-  const auto* xs = static_cast<const char*>(x.data);
-  const auto* ys = static_cast<const char*>(y.data);
-  if (xs + nbytes(x) <= ys || ys + nbytes(y) <= xs) return true;
-  return xs == ys && x.ne == y.ne;
-}
-
 // The weight product after a norm: mul = nrm * w, w one dense row of the norm's width.
 bool weight_product(const Tensor& nrm, const Tensor& mul) {
   if (mul.op != Op::MUL || mul.src[0] != &nrm || mul.src[1] == &nrm || !dense_f32(mul)) return false;
@@ -76,6 +66,15 @@ bool weight_product(const Tensor& nrm, const Tensor& mul) {
 }
 
 }  // namespace
+
+bool dense_f32(const Tensor& t) { return t.type == DType::F32 && is_contiguous(t); }
+
+bool in_place_or_apart(const Tensor& x, const Tensor& y) {
+  const auto* xs = static_cast<const char*>(x.data);
+  const auto* ys = static_cast<const char*>(y.data);
+  if (xs + nbytes(x) <= ys || ys + nbytes(y) <= xs) return true;
+  return xs == ys && x.ne == y.ne;
+}
 
 size_t norm_fused(Recorder& rec, std::span<Tensor* const> nodes) {
   if (nodes.size() < 2) return 0;

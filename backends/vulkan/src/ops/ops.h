@@ -17,6 +17,15 @@ namespace gl::vulkan {
 // elementwise.cpp: ADD, SUB, MUL, DIV, SCALE, SILU, SIGMOID, SOFTPLUS, EXP, SWIGLU.
 bool supports_elementwise(const Tensor& node);
 void elementwise(Recorder& rec, const Tensor& node);
+// A run of 2 or 3 elementwise nodes at the front of nodes, each reading the one before, all dense
+// F32 of one shape (a binary node's other operand too), as one dispatch that writes every node's
+// output: how many nodes it recorded (0: none).
+size_t elementwise_chain(Recorder& rec, std::span<Tensor* const> nodes);
+
+// What the fused records (norm_fused, elementwise_chain) ask of their tensors (norm.cpp).
+bool dense_f32(const Tensor& t);
+// Disjoint memory, or the same memory in place (same shape).
+bool in_place_or_apart(const Tensor& x, const Tensor& y);
 
 // norm.cpp: RMS_NORM, L2_NORM, SOFTMAX.
 bool supports_norm(const Tensor& node);
