@@ -126,6 +126,52 @@ TEST(VulkanBackend, DeclinedNodeRunsOnTheCpu) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i]))) << i;
 }
 
+// Runs of elementwise nodes that the backend records as one dispatch (elementwise_chain) or must
+// not: the GDN gate (add -> softplus -> mul, its first output also a graph output), a step whose
+// other operand is an earlier step's result (sigmoid(a) * a: the chain would read it before it is
+// written), and a chain value as the second operand of SUB. Against the CPU.
+TEST(VulkanBackend, ElementwiseChainsMatchTheCpu) {
+  GL_REQUIRE_VULKAN();
+  auto run = [](Backend& be) {
+    Context ctx;
+    std::vector<Tensor*> in;
+    for (const char* name : {"x", "b", "c", "z", "w"}) {
+      in.push_back(ctx.new_tensor(DType::F32, {64, 3}, name));
+      in.back()->flags |= TENSOR_INPUT;
+    }
+    Tensor *x = in[0], *b = in[1], *c = in[2], *z = in[3], *w = in[4];
+    Tensor* t = add(ctx, x, b);
+    Tensor* gate = mul(ctx, softplus(ctx, t), c);
+    Tensor* a = add(ctx, x, c);
+    Tensor* self = mul(ctx, sigmoid(ctx, a), a);
+    Tensor* minus = sub(ctx, w, silu(ctx, z));
+    std::vector<Tensor*> outs{t, gate, self, minus};
+    for (Tensor* o : outs) o->flags |= TENSOR_OUTPUT;
+    Graph g = Graph::build(outs);
+    Executor ex({&be});
+    EXPECT_TRUE(ex.allocate(g).ok());
+    for (size_t k = 0; k < in.size(); ++k) {
+      std::vector<float> v(64 * 3);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<float>(i * (k + 2)) * 0.05f) * 3.0f;
+      ex.set_input(*in[k], v.data());
+    }
+    const Status st = ex.compute(g);
+    EXPECT_TRUE(st.ok()) << st.error();
+    std::vector<float> all;
+    for (Tensor* o : outs) {
+      std::vector<float> v(64 * 3);
+      ex.get_output(*o, v.data());
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  auto vk = make(false);
+  ASSERT_NE(vk, nullptr);
+  auto cpu = cpu::make_backend({.n_threads = 1});
+  const std::vector<float> got = run(*vk), want = run(*cpu);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i]))) << i;
+}
+
 // w [k, n] (BF16, from ws) times x [k, m] on be.
 std::vector<float> bf16_product(Backend& be, const std::vector<float>& ws, const std::vector<float>& xs, int64_t k,
                                 int64_t n, int64_t m) {

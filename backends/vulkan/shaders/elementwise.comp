@@ -78,7 +78,9 @@ void main() {
 // A run of up to kSteps elementwise nodes of one shape, each reading the one before (the GDN gate's
 // add -> softplus -> mul, silu -> mul, ...), every tensor dense F32: each invocation carries its
 // element through every step and stores every step's result (any other reader still finds it).
-// All loads come first, so an output may be an input of the same element (in place).
+// All loads come first, so an output may be an input of the same element (in place); an output
+// in place of an earlier step's is the only one stored there (two bindings' stores are not
+// ordered).
 #define kSteps 3u
 
 // Bindings: 0 the first node's input (a), 1..3 the steps' results, 4..6 their other operands.
@@ -95,6 +97,7 @@ layout(push_constant) uniform Push {
   uint out_off[kSteps], other_off[kSteps];
   uint op[kSteps];
   uint other_first;  // bit s: step s's other operand is the node's first source
+  uint skip_store;   // bit s: a later step's result goes in place of step s's, so s's is not stored
   float p0[kSteps], p1[kSteps];
 } pc;
 
@@ -109,6 +112,7 @@ void main() {
   for (uint s = 0u; s < pc.steps; ++s) {
     bool first = ((pc.other_first >> s) & 1u) != 0u;
     v = first ? apply_op(pc.op[s], y[s], v, pc.p0[s], pc.p1[s]) : apply_op(pc.op[s], v, y[s], pc.p0[s], pc.p1[s]);
+    if (((pc.skip_store >> s) & 1u) != 0u) continue;
     if (s == 0u) r0[pc.out_off[0] + idx] = v;
     else if (s == 1u) r1[pc.out_off[1] + idx] = v;
     else r2[pc.out_off[2] + idx] = v;

@@ -129,8 +129,9 @@ std::vector<uint32_t> coop_nv_to_khr(std::span<const uint32_t> w) {
   for (size_t i = 0; i < is.size(); ++i) {
     const Inst& in = is[i];
     if (in.op == OP_CONSTANT && in.n >= 3) constant_type[in.operand(w, 1)] = in.operand(w, 0);
-    if (in.op == OP_CONSTANT_TRUE) k.true_id = in.operand(w, 1);
-    if (in.op == OP_CONSTANT_FALSE) k.false_id = in.operand(w, 1);
+    if (in.op == OP_CONSTANT_TRUE && in.n == 3) k.true_id = in.operand(w, 1);
+    if (in.op == OP_CONSTANT_FALSE && in.n == 3) k.false_id = in.operand(w, 1);
+    if (in.op == OP_NV_TYPE && in.n != 6) return {};
     if (in.op == OP_NV_TYPE && first_type == is.size()) first_type = i;
   }
   if (first_type == is.size()) return {};
@@ -155,7 +156,10 @@ std::vector<uint32_t> coop_nv_to_khr(std::span<const uint32_t> w) {
       return std::nullopt;
     };
     switch (in.op) {
-      case OP_CAPABILITY: out.insert(out.end(), {src[0], src[1] == kCapNv ? kCapKhr : src[1]}); break;
+      case OP_CAPABILITY:
+        out.insert(out.end(), src.begin(), src.end());
+        if (in.n == 2 && src[1] == kCapNv) out.back() = kCapKhr;
+        break;
       case OP_EXTENSION: {
         if (literal_string(w, in) != "SPV_NV_cooperative_matrix") {
           out.insert(out.end(), src.begin(), src.end());
@@ -166,8 +170,7 @@ std::vector<uint32_t> coop_nv_to_khr(std::span<const uint32_t> w) {
         out.insert(out.end(), s.begin(), s.end());
         break;
       }
-      case OP_NV_TYPE: {
-        if (in.n != 6) return {};
+      case OP_NV_TYPE: {  // 6 words (checked above)
         const auto r = role->find(src[1]);
         const Use u = r == role->end() ? USE_A : r->second;  // an unused type: any use
         out.insert(out.end(), {head(7, OP_KHR_TYPE), src[1], src[2], src[3], src[4], src[5], k.use[u]});

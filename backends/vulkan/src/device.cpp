@@ -8,6 +8,7 @@
 #include "check.h"
 #include "coop_khr.h"
 #include "ggml-lite/diag.h"
+#include "pipelines.h"
 
 namespace gl::vulkan {
 namespace {
@@ -71,7 +72,8 @@ bool has_extension(VkPhysicalDevice d, const char* name) {
                      [name](const VkExtensionProperties& e) { return std::string_view(e.extensionName) == name; });
 }
 
-// f16 in shaders and subgroups of 32: what gemm_coop.comp needs beside the matrices.
+// f16 in shaders, the Vulkan memory model (its SPIR-V declares it) and subgroups of 32: what
+// gemm_coop.comp needs beside the matrices.
 bool coop_basics(VkPhysicalDevice d, void* coop_features) {
   if (subgroup_properties(d).subgroupSize != 32) return false;
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -79,7 +81,15 @@ bool coop_basics(VkPhysicalDevice d, void* coop_features) {
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f.pNext = &f12;
   vkGetPhysicalDeviceFeatures2(d, &f);
-  return f12.shaderFloat16;
+  return f12.shaderFloat16 && f12.vulkanMemoryModel;
+}
+
+// Whether every gemm_coop.comp variant has a VK_KHR_cooperative_matrix form (coop_khr.h): checked
+// before the device is created with KHR rather than NV.
+bool gemm_coop_translates() {
+  for (Shader s : {Shader::GEMM_COOP, Shader::GEMM_COOP64, Shader::GEMM_COOP_F, Shader::GEMM_COOP64_F})
+    if (coop_nv_to_khr(spirv(s)).empty()) return false;
+  return true;
 }
 
 // gemm_coop.comp's products: 16 x 8 x 16, f16 A and B, f32 accumulator and result, subgroup scope.
@@ -184,7 +194,8 @@ Result<std::shared_ptr<Device>> Device::open(const Options& opt) {
   // KHR where the device has it (NVIDIA's NV products run far below the tensor cores' rate, see
   // coop_khr.h), else NV; GL_VULKAN_COOP=nv keeps NV for A/B timing.
   if (opt.cooperative_matrix) {
-    const bool khr = !diag_env(Diag::VULKAN_COOP_NV) && has_khr_coop_matrix(dev->instance_, dev->phys_);
+    const bool khr =
+        !diag_env(Diag::VULKAN_COOP_NV) && has_khr_coop_matrix(dev->instance_, dev->phys_) && gemm_coop_translates();
     dev->coop_ = khr ? Coop::KHR : has_nv_coop_matrix(dev->instance_, dev->phys_) ? Coop::NV : Coop::NONE;
   }
   dev->split_f16_ = opt.precision == Precision::EXACT;
@@ -234,6 +245,7 @@ void Device::create_device() {
   const char* coop_ext = coop_ == Coop::KHR ? kKhrCoopExtension : VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
   if (coop_ != Coop::NONE) {
     want12.shaderFloat16 = VK_TRUE;
+    want12.vulkanMemoryModel = VK_TRUE;
     want12.pNext = coop_ == Coop::KHR ? static_cast<void*>(&want_khr) : static_cast<void*>(&want_nv);
   }
 

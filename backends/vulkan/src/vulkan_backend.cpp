@@ -188,7 +188,13 @@ class VulkanBackend final : public Backend {
     }
   }
 
-  bool supports(const Tensor& node) const override { return supports_node(node); }
+  bool supports(const Tensor& node) const override {
+    // norm.comp sums its rows with subgroup arithmetic: without it, norms run on the CPU.
+    if (node.op == Op::RMS_NORM || node.op == Op::L2_NORM)
+      return dev_->subgroup_ops(VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+             supports_node(node);
+    return supports_node(node);
+  }
   size_t workspace_size(const Tensor& node) const override {
     if (node.op == Op::ROPE) return rope_workspace(node);
     if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(node);

@@ -23,6 +23,7 @@ struct ChainPush {
   uint32_t n, steps, in_off;
   uint32_t out_off[kChainSteps], other_off[kChainSteps], op[kChainSteps];
   uint32_t other_first;
+  uint32_t skip_store;  // bit s: step s's result is overwritten in place by a later step's
   float p0[kChainSteps], p1[kChainSteps];
 };
 static_assert(sizeof(ChainPush) <= kPushBytes);
@@ -80,16 +81,29 @@ bool as_step(const Tensor& n, const Tensor& prev, Step& st) {
   return st.other->ne == n.ne;
 }
 
-// The chain's memory: every output against every tensor it reads or writes, disjoint or in place.
+bool apart(const Tensor& x, const Tensor& y) {
+  const auto* xs = static_cast<const char*>(x.data);
+  const auto* ys = static_cast<const char*>(y.data);
+  return xs + nbytes(x) <= ys || ys + nbytes(y) <= xs;
+}
+
+// The chain's memory. The shader loads the input and every other operand before its first store,
+// then stores each step's result in step order to bindings it may not assume alias. So:
+// - every output is in place or apart from every tensor the chain reads, and from every other
+//   output (one in place of an earlier one is dead after the chain: chain_push skips the earlier
+//   store);
+// - a step's other operand is apart from every earlier step's output (it would need the new
+//   value, as y = sigmoid(a) * a does).
 bool safe_memory(const Tensor& in, const std::vector<Step>& steps) {
-  std::vector<const Tensor*> all{&in};
-  for (const Step& s : steps) {
-    all.push_back(s.node);
-    if (s.other) all.push_back(s.other);
+  for (size_t j = 0; j < steps.size(); ++j) {
+    const Tensor& out = *steps[j].node;
+    if (!in_place_or_apart(out, in)) return false;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      if (k != j && !in_place_or_apart(out, *steps[k].node)) return false;
+      if (const Tensor* other = steps[k].other; other && !in_place_or_apart(out, *other)) return false;
+      if (const Tensor* other = steps[k].other; other && j < k && !apart(out, *other)) return false;
+    }
   }
-  for (const Step& s : steps)
-    for (const Tensor* t : all)
-      if (t != s.node && !in_place_or_apart(*s.node, *t)) return false;
   return true;
 }
 
@@ -139,6 +153,8 @@ size_t elementwise_chain(Recorder& rec, std::span<Tensor* const> nodes) {
     }
     pc.op[k] = op_code(n.op);
     pc.other_first |= steps[k].other_first ? 1u << k : 0u;
+    for (size_t later = k + 1; later < steps.size(); ++later)
+      if (steps[later].node->data == n.data) pc.skip_store |= 1u << k;
     if (n.op == Op::SCALE) {
       pc.p0[k] = n.p<ScaleParams>().scale;
       pc.p1[k] = n.p<ScaleParams>().bias;

@@ -81,7 +81,7 @@ size_t norm_fused(Recorder& rec, std::span<Tensor* const> nodes) {
   const bool add = nodes.size() >= 3 && nodes[0]->op == Op::ADD && nodes[1]->src[0] == nodes[0];
   const Tensor& nrm = *nodes[add ? 1 : 0];
   const Tensor& mul = *nodes[add ? 2 : 1];
-  if ((nrm.op != Op::RMS_NORM && nrm.op != Op::L2_NORM) || !dense_f32(nrm) || nrm.ne[0] > kFusedRow ||
+  if ((nrm.op != Op::RMS_NORM && nrm.op != Op::L2_NORM) || !dense_f32(nrm) || nrm.ne[0] == 0 || nrm.ne[0] > kFusedRow ||
       !weight_product(nrm, mul))
     return 0;
   const Tensor& x = add ? *nodes[0]->src[0] : *nrm.src[0];

@@ -96,7 +96,9 @@ void gated_delta_rule(Recorder& rec, const Tensor& node) {
   pc.n_states = static_cast<uint32_t>(node.p<GdrParams>().n_states);
   pc.types = q.type | k.type << 4 | v.type << 8 | g.type << 12 | b.type << 16 | s.type << 20;
   const Device& dev = rec.device();
-  if (pc.dk <= kSplitMaxDk && dev.subgroup_ops(kSplitOps) && dev.subgroup_size() >= kSplitSlices) {
+  // gdr_split.comp clamps its loads to Dk - 1 and Dv - 1: both at least 1.
+  if (pc.dk >= 1 && pc.dv >= 1 && pc.dk <= kSplitMaxDk && dev.subgroup_ops(kSplitOps) &&
+      dev.subgroup_size() >= kSplitSlices) {
     const uint32_t groups = pc.hv * ((pc.dv + kSplitCols - 1) / kSplitCols);
     rec.dispatch(Shader::GDR_SPLIT, {q, k, v, g, b, s, d}, &pc, sizeof pc, groups);
   } else {
