@@ -90,8 +90,8 @@ bool apart(const Tensor& x, const Tensor& y) {
 // The chain's memory. The shader loads the input and every other operand before its first store,
 // then stores each step's result in step order to bindings it may not assume alias. So:
 // - every output is in place or apart from every tensor the chain reads, and from every other
-//   output (one in place of an earlier one is dead after the chain: chain_push skips the earlier
-//   store);
+//   output (one in place of an earlier one is dead after the chain: elementwise_chain skips the
+//   earlier store);
 // - a step's other operand is apart from every earlier step's output (it would need the new
 //   value, as y = sigmoid(a) * a does).
 bool safe_memory(const Tensor& in, const std::vector<Step>& steps) {
