@@ -71,6 +71,13 @@ class Recorder {
   void begin_node(const Tensor& node) { node_ = &node; }
   // t's memory as a shader operand; throws VkFault when t is not memory of this device.
   Operand operand(const Tensor& t) const;
+  // The same, written by the dispatch whichever node t is (a fused record writes every node's
+  // output).
+  Operand output(const Tensor& t) const {
+    Operand o = operand(t);
+    o.written = true;
+    return o;
+  }
   // The first `bytes` of node's planned workspace as an F32 operand.
   Operand workspace(const Tensor& node, size_t bytes) const;
   // Records an upload of `bytes` (a multiple of 4, at most 64 KiB) from host `data` into device

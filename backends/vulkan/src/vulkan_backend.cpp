@@ -33,7 +33,6 @@ std::string describe(const Tensor& node) { return "node '" + node.name + "' (" +
   std::abort();
 }
 
-// The one dispatch switch: no default, so a new op fails to compile here.
 // Nodes at the front of nodes recorded as one dispatch (0: none): a layer's norm group, or a run
 // of elementwise nodes.
 size_t fused_nodes(Recorder& rec, std::span<Tensor* const> nodes) {
@@ -41,6 +40,7 @@ size_t fused_nodes(Recorder& rec, std::span<Tensor* const> nodes) {
   return elementwise_chain(rec, nodes);
 }
 
+// The one dispatch switch: no default, so a new op fails to compile here.
 void record_node(Recorder& rec, const Tensor& node) {
   switch (node.op) {
     case Op::NONE:

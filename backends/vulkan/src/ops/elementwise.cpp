@@ -81,12 +81,6 @@ bool as_step(const Tensor& n, const Tensor& prev, Step& st) {
   return st.other->ne == n.ne;
 }
 
-bool apart(const Tensor& x, const Tensor& y) {
-  const auto* xs = static_cast<const char*>(x.data);
-  const auto* ys = static_cast<const char*>(y.data);
-  return xs + nbytes(x) <= ys || ys + nbytes(y) <= xs;
-}
-
 // The chain's memory. The shader loads the input and every other operand before its first store,
 // then stores each step's result in step order to bindings it may not assume alias. So:
 // - every output is in place or apart from every tensor the chain reads, and from every other
@@ -132,11 +126,6 @@ size_t elementwise_chain(Recorder& rec, std::span<Tensor* const> nodes) {
     steps.push_back(st);
   if (steps.size() < 2 || !safe_memory(in, steps)) return 0;
   rec.begin_node(*steps.back().node);
-  auto out = [&rec](const Tensor& t) {  // written by this dispatch, whichever node it belongs to
-    Operand o = rec.operand(t);
-    o.written = true;
-    return o;
-  };
   const Operand a = rec.operand(in);
   std::array<Operand, kChainSteps> outs{a, a, a}, others{a, a, a};
   ChainPush pc{};
@@ -145,7 +134,7 @@ size_t elementwise_chain(Recorder& rec, std::span<Tensor* const> nodes) {
   pc.in_off = a.offset;
   for (size_t k = 0; k < steps.size(); ++k) {
     const Tensor& n = *steps[k].node;
-    outs[k] = out(n);
+    outs[k] = rec.output(n);
     pc.out_off[k] = outs[k].offset;
     if (steps[k].other) {
       others[k] = rec.operand(*steps[k].other);

@@ -69,12 +69,13 @@ bool weight_product(const Tensor& nrm, const Tensor& mul) {
 
 bool dense_f32(const Tensor& t) { return t.type == DType::F32 && is_contiguous(t); }
 
-bool in_place_or_apart(const Tensor& x, const Tensor& y) {
+bool apart(const Tensor& x, const Tensor& y) {
   const auto* xs = static_cast<const char*>(x.data);
   const auto* ys = static_cast<const char*>(y.data);
-  if (xs + nbytes(x) <= ys || ys + nbytes(y) <= xs) return true;
-  return xs == ys && x.ne == y.ne;
+  return xs + nbytes(x) <= ys || ys + nbytes(y) <= xs;
 }
+
+bool in_place_or_apart(const Tensor& x, const Tensor& y) { return apart(x, y) || (x.data == y.data && x.ne == y.ne); }
 
 size_t norm_fused(Recorder& rec, std::span<Tensor* const> nodes) {
   if (nodes.size() < 2) return 0;
@@ -96,14 +97,9 @@ size_t norm_fused(Recorder& rec, std::span<Tensor* const> nodes) {
       if (p != o && !in_place_or_apart(*o, *p)) return 0;
   }
   if (nelements(mul) >= (int64_t{1} << 32)) return 0;
-  auto out = [&](const Tensor& t) {  // written by this dispatch, whichever node it belongs to
-    Operand o = rec.operand(t);
-    o.written = true;
-    return o;
-  };
   rec.begin_node(mul);
-  const Operand a = rec.operand(x), d = out(nrm), w = rec.operand(*mul.src[1]), m = out(mul);
-  const Operand b = y ? rec.operand(*y) : a, s = y ? out(*nodes[0]) : d;
+  const Operand a = rec.operand(x), d = rec.output(nrm), w = rec.operand(*mul.src[1]), m = rec.output(mul);
+  const Operand b = y ? rec.operand(*y) : a, s = y ? rec.output(*nodes[0]) : d;
   NormPush pc = norm_push(nrm, a, d);
   pc.fuse = 1u | (y ? 2u : 0u);
   pc.w_off = w.offset;

@@ -24,6 +24,8 @@ size_t elementwise_chain(Recorder& rec, std::span<Tensor* const> nodes);
 
 // What the fused records (norm_fused, elementwise_chain) ask of their tensors (norm.cpp).
 bool dense_f32(const Tensor& t);
+// Disjoint memory.
+bool apart(const Tensor& x, const Tensor& y);
 // Disjoint memory, or the same memory in place (same shape).
 bool in_place_or_apart(const Tensor& x, const Tensor& y);
 
