@@ -34,6 +34,17 @@
 #define kAccN 4u
 #endif
 #define kAccM 2u
+// The accumulators' indices: i along n (kAccN), j along m (kAccMn = 4).
+#define FOR_M(X) X(0) X(1) X(2) X(3)
+#ifdef TILE64
+#define FOR_N(X) X(0) X(1)
+#define FOR_NM(X) X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3)
+#else
+#define FOR_N(X) X(0) X(1) X(2) X(3)
+#define FOR_NM(X) \
+  X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) \
+  X(2, 0) X(2, 1) X(2, 2) X(2, 3) X(3, 0) X(3, 1) X(3, 2) X(3, 3)
+#endif
 #define kCn 8u  // activation rows per accumulator and B fragment (16 x 8 x 16 products)
 #define kAccMn (kAccM * 16u / kCn)  // accumulators along m
 #define kSubN (kTileN / (16u * kAccN))  // subgroups along n
@@ -178,10 +189,12 @@ void main() {
   barrier();  // before any stage() may set it
   bool inside = n0 + kTileN <= pc.N && m0 + kTileM <= pc.M && pc.K % kTileK == 0u;
   // Accumulators of kCn activation rows each: the 16 x 8 x 16 products make A, B and the
-  // accumulator matrices of three shapes, which coop_khr.h needs to give each its use.
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, kCn> c[kAccN][kAccMn];
-  [[unroll]] for (uint i = 0u; i < kAccN; ++i)
-    [[unroll]] for (uint j = 0u; j < kAccMn; ++j) c[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, kCn>(0.0);
+  // accumulator matrices of three shapes, which coop_khr.h needs to give each its use. Every
+  // matrix is a variable of its own (FOR_* below): NVIDIA's driver (580.159) kept arrays of
+  // cooperative matrices in local memory, 16 bytes of each invocation per accumulator, even with
+  // every index constant, and the products then ran at ~50 TFLOP/s (pipeline statistics, s15.md).
+#define DECL_C(i, j) fcoopmatNV<32, gl_ScopeSubgroup, 16, kCn> c##i##j = fcoopmatNV<32, gl_ScopeSubgroup, 16, kCn>(0.0);
+  FOR_NM(DECL_C)
   uvec4 wv[kWChunks];
   vec4 xv[2 * kXChunks];
   fetch(wrow0, xrow0, n0, m0, 0u, inside, wv, xv);
@@ -192,21 +205,18 @@ void main() {
     [[unroll]] for (uint kk = 0u; kk < kTileK; kk += 16u) {
       // Every fragment of the 16-k step is loaded before the first product (on the H100 a load
       // between products costs ~40% of the prefill, s14.md); per accumulator, lo before hi.
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[kAccN];
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, kCn> bh[kAccMn];
-      [[unroll]] for (uint i = 0u; i < kAccN; ++i) coopMatLoadNV(a[i], wsh, ((sn + i * 16u) * kLd + kk) / 8u, kLdV, false);
-      [[unroll]] for (uint j = 0u; j < kAccMn; ++j) coopMatLoadNV(bh[j], xhi, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
+#define LOAD_A(i) fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a##i; coopMatLoadNV(a##i, wsh, ((sn + i * 16u) * kLd + kk) / 8u, kLdV, false);
+#define LOAD_BH(j) fcoopmatNV<16, gl_ScopeSubgroup, 16, kCn> bh##j; coopMatLoadNV(bh##j, xhi, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
+      FOR_N(LOAD_A)
+      FOR_M(LOAD_BH)
 #ifndef FAST
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, kCn> bl[kAccMn];
-      [[unroll]] for (uint j = 0u; j < kAccMn; ++j) coopMatLoadNV(bl[j], xlo, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
+#define LOAD_BL(j) fcoopmatNV<16, gl_ScopeSubgroup, 16, kCn> bl##j; coopMatLoadNV(bl##j, xlo, ((sm + j * kCn) * kLd + kk) / 8u, kLdV, true);
+      FOR_M(LOAD_BL)
+#define MMA(i, j) c##i##j = coopMatMulAddNV(a##i, bl##j, c##i##j); c##i##j = coopMatMulAddNV(a##i, bh##j, c##i##j);
+#else
+#define MMA(i, j) c##i##j = coopMatMulAddNV(a##i, bh##j, c##i##j);
 #endif
-      [[unroll]] for (uint i = 0u; i < kAccN; ++i)
-        [[unroll]] for (uint j = 0u; j < kAccMn; ++j) {
-#ifndef FAST
-          c[i][j] = coopMatMulAddNV(a[i], bl[j], c[i][j]);
-#endif
-          c[i][j] = coopMatMulAddNV(a[i], bh[j], c[i][j]);
-        }
+      FOR_NM(MMA)
     }
     barrier();  // the slab's multiplies are done with shared memory
   }
@@ -215,13 +225,13 @@ void main() {
     return;
   }
   uint sg = gl_SubgroupID;
-  [[unroll]] for (uint i = 0u; i < kAccN; ++i)
-    [[unroll]] for (uint j = 0u; j < kAccMn; ++j) {
-      coopMatStoreNV(c[i][j], csh, sg * 256u, 16u, true);  // element (n, m) at m * 16 + n
-      memoryBarrierShared();
-      barrier();
-      for (uint e = gl_SubgroupInvocationID; e < 16u * kCn; e += gl_SubgroupSize)
-        store_out(n0 + sn + i * 16u + e % 16u, m0 + sm + j * kCn + e / 16u, b2, b3, csh[sg * 256u + e]);
-      barrier();
-    }
+  // Accumulator (i, j) through this subgroup's part of csh; element (n, m) at m * 16 + n.
+#define STORE_C(i, j) \
+  coopMatStoreNV(c##i##j, csh, sg * 256u, 16u, true); \
+  memoryBarrierShared(); \
+  barrier(); \
+  for (uint e = gl_SubgroupInvocationID; e < 16u * kCn; e += gl_SubgroupSize) \
+    store_out(n0 + sn + i * 16u + e % 16u, m0 + sm + j * kCn + e / 16u, b2, b3, csh[sg * 256u + e]); \
+  barrier();
+  FOR_NM(STORE_C)
 }
