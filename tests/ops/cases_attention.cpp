@@ -103,6 +103,8 @@ void add_flash_attn(std::vector<OpCase>& out) {
   c("f16_D64_H2_kv2_T70_N300_causal", {64, 64, 2, 2, 70, 300}, DType::F16, false, true, false);
   c("f16_D128_H6_kv2_T33_N97_causal_mask", {128, 128, 6, 2, 33, 97}, DType::F16, true, true, true);
   c("f16_D64_H2_kv1_T12_N5_causal_empty_rows", {64, 64, 2, 1, 12, 5}, DType::F16, false, true, false);
+  // Prefill rows with values wider than Vulkan's tiled kernel holds (flash_attn.comp there).
+  c("f32_D64_Dv288_H2_kv1_T12_N20_causal_mask", {64, 288, 2, 1, 12, 20}, DType::F32, true, true, false);
 }
 
 struct RopeShape {

@@ -10,8 +10,9 @@
 // A work group computes a kTileN x kTileM output tile, each of its subgroups a kAccN*16 x kAccM*16
 // part (kAccN x kAccM accumulators): 128 x 128 with 8 subgroups, or (TILE64, compiled as
 // gemm_coop64) 64 x 64 with 4 for products too small to fill the GPU with big tiles. k goes in
-// slabs of kTileK: the next slab is read into registers while the current one (f16 in shared
-// memory) is multiplied. A value past f16's range (|x| or |w| > 65504) sets a flag and the work
+// slabs of kTileK, each read, staged in shared memory as f16 and multiplied in turn (reading the
+// next slab into registers during the products took 24 more registers and was 6% slower on the
+// H100, s15.md). A value past f16's range (|x| or |w| > 65504) sets a flag and the work
 // group computes its tile again in f32 (plain loops): rare, but exact. Results leave through shared
 // memory, one 16 x 8 accumulator per subgroup at a time, so any output layout and partial tile
 // is written with plain bounds-checked stores.
@@ -197,11 +198,10 @@ void main() {
   FOR_NM(DECL_C)
   uvec4 wv[kWChunks];
   vec4 xv[2 * kXChunks];
-  fetch(wrow0, xrow0, n0, m0, 0u, inside, wv, xv);
-  for (uint k0 = 0u; k0 < pc.K; k0 += kTileK) {  // slab k0 is multiplied while k0 + kTileK is read
+  for (uint k0 = 0u; k0 < pc.K; k0 += kTileK) {
+    fetch(wrow0, xrow0, n0, m0, k0, inside, wv, xv);
     stage(wv, xv);
     barrier();
-    if (k0 + kTileK < pc.K) fetch(wrow0, xrow0, n0, m0, k0 + kTileK, inside, wv, xv);
     [[unroll]] for (uint kk = 0u; kk < kTileK; kk += 16u) {
       // Every fragment of the 16-k step is loaded before the first product (on the H100 a load
       // between products costs ~40% of the prefill, s14.md); per accumulator, lo before hi.

@@ -38,6 +38,7 @@ GL_VK_SPV(gdr_prep)
 GL_VK_SPV(gdr_scan)
 GL_VK_SPV(flash_attn)
 GL_VK_SPV(flash_attn_rows)
+GL_VK_SPV(flash_attn_tile)
 #undef GL_VK_SPV
 
 namespace gl::vulkan {
@@ -72,6 +73,7 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::GDR_SCAN: return {gl_vk_spv_gdr_scan, gl_vk_spv_gdr_scan_words};
     case Shader::FLASH_ATTN: return {gl_vk_spv_flash_attn, gl_vk_spv_flash_attn_words};
     case Shader::FLASH_ATTN_ROWS: return {gl_vk_spv_flash_attn_rows, gl_vk_spv_flash_attn_rows_words};
+    case Shader::FLASH_ATTN_TILE: return {gl_vk_spv_flash_attn_tile, gl_vk_spv_flash_attn_tile_words};
     case Shader::COUNT: break;
   }
   return {};
@@ -107,6 +109,7 @@ const char* shader_name(Shader s) {
     case Shader::GDR_SCAN: return "gdr_scan";
     case Shader::FLASH_ATTN: return "flash_attn";
     case Shader::FLASH_ATTN_ROWS: return "flash_attn_rows";
+    case Shader::FLASH_ATTN_TILE: return "flash_attn_tile";
     case Shader::COUNT: break;
   }
   return "?";

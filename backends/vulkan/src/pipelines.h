@@ -47,6 +47,7 @@ enum class Shader : uint8_t {
   GDR_SCAN,
   FLASH_ATTN,
   FLASH_ATTN_ROWS,
+  FLASH_ATTN_TILE,
   COUNT
 };
 

@@ -1,8 +1,10 @@
 // attention.cpp - FLASH_ATTN. Up to kMaxSplitRows query rows (decode, verify): flash_attn_rows.comp,
 // the keys in chunks of kChunk over many work groups, then one combine per row (the workspace
-// holds each chunk's partial output, max and sum). More rows (prefill): flash_attn.comp, one work
-// group per query row, the row's scores in the workspace (heads x tokens x keys floats). Which one
-// runs depends on the row count only through kMaxSplitRows, which verify never passes.
+// holds each chunk's partial output, max and sum). More rows (prefill): flash_attn_tile.comp, kTileRows
+// rows of one kv head per work group with an online softmax over blocks of keys; heads wider
+// than kTileMaxDv take flash_attn.comp, one work group per query row, the row's scores in the
+// workspace (heads x tokens x keys floats). Which one runs depends on the row count only through
+// kMaxSplitRows, which verify never passes.
 #include <algorithm>
 
 #include "ops/ops.h"
@@ -22,6 +24,8 @@ static_assert(sizeof(AttnPush) <= kPushBytes);
 constexpr int64_t kMaxSplitRows = 8;  // query rows (tokens) that take flash_attn_rows.comp
 constexpr int64_t kChunk = 64;        // flash_attn_rows.comp's kChunk
 constexpr int64_t kRowsMaxDk = 512;   // flash_attn_rows.comp's kMaxDk
+constexpr int64_t kTileRows = 64;     // flash_attn_tile.comp's kR
+constexpr int64_t kTileMaxDv = 256;   // flash_attn_tile.comp's kMaxDv
 constexpr VkSubgroupFeatureFlags kRowsOps = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
 
 // Whether node takes flash_attn_rows.comp (given a device with subgroup arithmetic).
@@ -91,6 +95,12 @@ void flash_attn(Recorder& rec, const Tensor& node) {
     rec.dispatch(Shader::FLASH_ATTN_ROWS, {q, k, v, m, d, w}, &pc, sizeof pc, rows * pc.n_chunks);
     pc.mode = 1;
     rec.dispatch(Shader::FLASH_ATTN_ROWS, {q, k, v, m, d, w}, &pc, sizeof pc, rows);
+    return;
+  }
+  if (pc.dv <= kTileMaxDv) {
+    const int64_t tile_rows = int64_t{pc.n_q} * pc.group;
+    const auto groups = static_cast<uint32_t>(k.ne[1] * ((tile_rows + kTileRows - 1) / kTileRows));
+    rec.dispatch(Shader::FLASH_ATTN_TILE, {q, k, v, m, d, w}, &pc, sizeof pc, groups);
     return;
   }
   rec.dispatch(Shader::FLASH_ATTN, {q, k, v, m, d, w}, &pc, sizeof pc, rows);
