@@ -56,27 +56,27 @@ void load_gates(uint j, uint t0, uint len) {
 // A^T into shared memory and M^T into the workspace: one 4 x 4 tile of K K^T and Q K^T per invocation.
 void gram(uint jq, uint t0, uint len, uint hc) {
   uint tid = gl_LocalInvocationID.x, i0 = (tid / 16u) * 4u, m0 = (tid % 16u) * 4u;
-  float kk[4][4], qk[4][4];
-  for (uint r = 0u; r < 4u; ++r)
-    for (uint c = 0u; c < 4u; ++c) kk[r][c] = qk[r][c] = 0.0;
+  float kk[4][4], qk[4][4];  // indexed by constants only (unrolled): registers, not local memory
+  [[unroll]] for (uint r = 0u; r < 4u; ++r)
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) kk[r][c] = qk[r][c] = 0.0;
   if (i0 + 3u >= m0 && m0 < len) {
     for (uint ik = 0u; ik < pc.dk; ++ik) {
       float km[4], ki[4], qi[4];
-      for (uint r = 0u; r < 4u; ++r) {
+      [[unroll]] for (uint r = 0u; r < 4u; ++r) {
         km[r] = m0 + r < len ? key(jq, t0, m0 + r, ik) : 0.0;
         ki[r] = i0 + r < len ? key(jq, t0, i0 + r, ik) : 0.0;
         qi[r] = i0 + r < len ? query(jq, t0, i0 + r, ik) : 0.0;
       }
-      for (uint r = 0u; r < 4u; ++r)
-        for (uint c = 0u; c < 4u; ++c) {
+      [[unroll]] for (uint r = 0u; r < 4u; ++r)
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
           kk[r][c] += ki[r] * km[c];
           qk[r][c] += qi[r] * km[c];
         }
     }
   }
   uint mt = gdr_mt(pc.ws_off, hc, pc.dk, pc.dv);
-  for (uint c = 0u; c < 4u; ++c)
-    for (uint r = 0u; r < 4u; ++r) {
+  [[unroll]] for (uint c = 0u; c < 4u; ++c)
+    [[unroll]] for (uint r = 0u; r < 4u; ++r) {
       uint i = i0 + r, m = m0 + c;
       float d = m <= i ? exp(gam[i] - gam[m]) : 0.0;
       ats[m * kC + i] = m < i ? bet[i] * d * kk[r][c] : 0.0;

@@ -5,11 +5,13 @@
 //   V' = U - W S        O = diag(P) Q S + M V'        S = P_last S + (diag(D[last]) K)^T V'
 // (columns of S evolve independently). The outputs go to o [Dv, Hv, T] from the pass's first
 // token, the final state to the node's state rows [Dv, Dk, Hv]; a later pass starts from those.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "gdr_chunk.glsl"
 
 #define kTv 16u
 #define kMaxDk 256u
+#define kRowsPer (kMaxDk / (256u / kTv))  // state rows per invocation in the update
 
 layout(local_size_x = 256) in;
 
@@ -61,10 +63,23 @@ void main() {
     barrier();  // every invocation is done reading st
     uint kd = gdr_kd(pc.ws_off, hc, pc.dk, pc.dv);
     float p_last = ws[gdr_plast(pc.ws_off, hc, pc.dk, pc.dv)];
-    for (uint ik = tid / kTv; ik < pc.dk; ik += 256u / kTv) {
-      float acc = p_last * st[ik * kTv + col];
-      for (uint i = 0u; i < len; ++i) acc += ws[kd + i * pc.dk + ik] * vp[i * kTv + col];
-      st[ik * kTv + col] = acc;
+    // S rows ik0 + 16 r of column col, all kRowsPer at once (independent loads in flight).
+    uint ik0 = tid / kTv;
+    float acc[kRowsPer];
+    [[unroll]] for (uint r = 0u; r < kRowsPer; ++r) {
+      uint ik = ik0 + r * (256u / kTv);
+      acc[r] = ik < pc.dk ? p_last * st[ik * kTv + col] : 0.0;
+    }
+    for (uint i = 0u; i < len; ++i) {
+      float vpi = vp[i * kTv + col];
+      [[unroll]] for (uint r = 0u; r < kRowsPer; ++r) {
+        uint ik = ik0 + r * (256u / kTv);
+        if (ik < pc.dk) acc[r] += ws[kd + i * pc.dk + ik] * vpi;
+      }
+    }
+    [[unroll]] for (uint r = 0u; r < kRowsPer; ++r) {
+      uint ik = ik0 + r * (256u / kTv);
+      if (ik < pc.dk) st[ik * kTv + col] = acc[r];
     }
     barrier();
   }
