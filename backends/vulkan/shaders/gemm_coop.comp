@@ -8,8 +8,10 @@
 // so the product keeps ~22 bits of x: within f32 GEMM rounding of the CPU. Compiled with FAST
 // (gemm_coop_f, gemm_coop64_f: Precision::FAST) x is rounded to f16: one product, no lo.
 // A work group computes a kTileN x kTileM output tile, each of its subgroups a kAccN*16 x kAccM*16
-// part (kAccN x kAccM accumulators): 128 x 128 with 8 subgroups, or (TILE64, compiled as
-// gemm_coop64) 64 x 64 with 4 for products too small to fill the GPU with big tiles. k goes in
+// part (kAccN x kAccM accumulators): 128 x 128 with 16 subgroups, or (TILE64, compiled as
+// gemm_coop64) 64 x 64 with 4 for products too small to fill the GPU with big tiles. Both give
+// each subgroup 32 x 32 (on the H100, 8 subgroups of 64 x 32 took 130 registers against 85 and
+// ran 2-4% slower, s15.md). k goes in
 // slabs of kTileK, each read, staged in shared memory as f16 and multiplied in turn (reading the
 // next slab into registers during the products took 24 more registers and was 6% slower on the
 // H100, s15.md). A value past f16's range (|x| or |w| > 65504) sets a flag and the work
@@ -27,25 +29,17 @@
 #define kTileN 64u
 #define kTileM 64u
 #define kThreads 128u
-#define kAccN 2u
 #else
 #define kTileN 128u
 #define kTileM 128u
-#define kThreads 256u
-#define kAccN 4u
+#define kThreads 512u  // device.cpp's coop_basics checks the work group limits (and shared memory)
 #endif
+#define kAccN 2u
 #define kAccM 2u
 // The accumulators' indices: i along n (kAccN), j along m (kAccMn = 4).
 #define FOR_M(X) X(0) X(1) X(2) X(3)
-#ifdef TILE64
 #define FOR_N(X) X(0) X(1)
 #define FOR_NM(X) X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3)
-#else
-#define FOR_N(X) X(0) X(1) X(2) X(3)
-#define FOR_NM(X) \
-  X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) \
-  X(2, 0) X(2, 1) X(2, 2) X(2, 3) X(3, 0) X(3, 1) X(3, 2) X(3, 3)
-#endif
 #define kCn 8u  // activation rows per accumulator and B fragment (16 x 8 x 16 products)
 #define kAccMn (kAccM * 16u / kCn)  // accumulators along m
 #define kSubN (kTileN / (16u * kAccN))  // subgroups along n
@@ -82,13 +76,13 @@ shared uvec4 xhi[kTileM * kLdV];  // [m][k]
 #ifndef FAST
 shared uvec4 xlo[kTileM * kLdV];  // [m][k]
 #endif
-// One 16 x 16 result per subgroup, [m][n], then the out-of-range flag (kFlag: 0 or 1). The flag
+// One 16 x 8 result per subgroup, [m][n], then the out-of-range flag (kFlag: 0 or 1). The flag
 // lives in this array rather than in a shared uint of its own: NVIDIA's driver (580.159) placed
 // such a uint before the f16 arrays, which moved them 4 bytes off their 16-byte boundaries, and
 // the cooperative-matrix loads, which address 16-byte rows, then read every row two halves early
 // (the products of the last two k of each slab went missing). Every shared array here is a whole
 // number of 16-byte units.
-#define kFlag (kThreads / 32u * 256u)
+#define kFlag (kThreads / 32u * 128u)
 shared float csh[kFlag + 4u];
 
 // Slab k0's raw weight chunks (8 halves each) and activation chunks of this invocation, zero
@@ -124,30 +118,39 @@ vec4 f16_round(vec4 v) {
 // Two BF16 (the halves of word h) as an f16 pair; exact for |w| in [2^-14, 65504].
 uint bf16_pair_to_f16(uint h) { return packHalf2x16(uintBitsToFloat(uvec2(h << 16, h & 0xffff0000u))); }
 
-// Whether either BF16 of word h is past f16's range (|w| >= 65536, the next BF16 after 65280), or
-// is inf or NaN.
-bool bf16_pair_big(uint h) { return (h & 0x7fffu) >= 0x4780u || ((h >> 16) & 0x7fffu) >= 0x4780u; }
+// Whether any BF16 of the 8 in h is past f16's range (|w| >= 65536, the next BF16 after 65280), or
+// is inf or NaN; 1 or 0.
+uint bf16_big(uvec4 h) {
+  uvec4 a = h & 0x7fff7fffu;
+  return uint(any(greaterThanEqual(a, uvec4(0x47800000u)))) | uint(any(greaterThanEqual(a & 0xffffu, uvec4(0x4780u))));
+}
 
-// Writes the slab to shared memory as f16 (x as hi and lo); flags values past f16's range.
+// Whether any F16 of the 8 in h is inf or NaN; 1 or 0.
+uint f16_big(uvec4 h) {
+  uvec4 e = h & 0x7c007c00u;
+  return uint(any(equal(e & 0x7c00u, uvec4(0x7c00u)))) | uint(any(equal(e >> 16, uvec4(0x7c00u))));
+}
+
+// Writes the slab to shared memory as f16 (x as hi and lo); flags values past f16's range. The
+// checks are ORed without short-circuit branches (with them the prefill was 3% slower on the H100).
 void stage(uvec4 wv[kWChunks], vec4 xv[2 * kXChunks]) {
-  bool big = false;
+  uint big = 0u;
   bool bf16 = (pc.types & 15u) == TYPE_BF16;
   [[unroll]] for (uint i = 0u; i < kWChunks; ++i) {
     uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 8u), k = (c % (kTileK / 8u)) * 8u;
     uvec4 h = wv[i];
     if (bf16) {
-      big = big || bf16_pair_big(h.x) || bf16_pair_big(h.y) || bf16_pair_big(h.z) || bf16_pair_big(h.w);
+      big |= bf16_big(h);
       h = uvec4(bf16_pair_to_f16(h.x), bf16_pair_to_f16(h.y), bf16_pair_to_f16(h.z), bf16_pair_to_f16(h.w));
     } else {
-      uvec4 e = h & 0x7c007c00u;  // f16 inf or NaN
-      big = big || any(equal(e & 0x7c00u, uvec4(0x7c00u))) || any(equal(e >> 16, uvec4(0x7c00u)));
+      big |= f16_big(h);
     }
     wsh[row * kLdV + k / 8u] = h;
   }
   [[unroll]] for (uint i = 0u; i < kXChunks; ++i) {
     uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 8u), k = (c % (kTileK / 8u)) * 8u;
     vec4 v0 = xv[2u * i], v1 = xv[2u * i + 1u];
-    big = big || any(greaterThan(max(abs(v0), abs(v1)), vec4(kF16Max)));
+    big |= uint(any(greaterThan(max(abs(v0), abs(v1)), vec4(kF16Max))));
     vec4 h0 = f16_round(v0), h1 = f16_round(v1);
     xhi[row * kLdV + k / 8u] = uvec4(packHalf2x16(h0.xy), packHalf2x16(h0.zw), packHalf2x16(h1.xy), packHalf2x16(h1.zw));
 #ifndef FAST
@@ -155,7 +158,7 @@ void stage(uvec4 wv[kWChunks], vec4 xv[2 * kXChunks]) {
     xlo[row * kLdV + k / 8u] = uvec4(packHalf2x16(l0.xy), packHalf2x16(l0.zw), packHalf2x16(l1.xy), packHalf2x16(l1.zw));
 #endif
   }
-  if (big) csh[kFlag] = 1.0;
+  if (big != 0u) csh[kFlag] = 1.0;
 }
 
 void store_out(uint n, uint m, uint b2, uint b3, float v) {
@@ -227,11 +230,11 @@ void main() {
   uint sg = gl_SubgroupID;
   // Accumulator (i, j) through this subgroup's part of csh; element (n, m) at m * 16 + n.
 #define STORE_C(i, j) \
-  coopMatStoreNV(c##i##j, csh, sg * 256u, 16u, true); \
+  coopMatStoreNV(c##i##j, csh, sg * 128u, 16u, true); \
   memoryBarrierShared(); \
   barrier(); \
   for (uint e = gl_SubgroupInvocationID; e < 16u * kCn; e += gl_SubgroupSize) \
-    store_out(n0 + sn + i * 16u + e % 16u, m0 + sm + j * kCn + e / 16u, b2, b3, csh[sg * 256u + e]); \
+    store_out(n0 + sn + i * 16u + e % 16u, m0 + sm + j * kCn + e / 16u, b2, b3, csh[sg * 128u + e]); \
   barrier();
   FOR_NM(STORE_C)
 }

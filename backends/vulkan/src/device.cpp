@@ -72,10 +72,17 @@ bool has_extension(VkPhysicalDevice d, const char* name) {
                      [name](const VkExtensionProperties& e) { return std::string_view(e.extensionName) == name; });
 }
 
-// f16 in shaders, the Vulkan memory model (its SPIR-V declares it) and subgroups of 32: what
+// f16 in shaders, the Vulkan memory model (its SPIR-V declares it), subgroups of 32, work groups
+// of 512 invocations and 38,928 bytes of shared memory (the 128 x 128 tile's): what
 // gemm_coop.comp needs beside the matrices.
 bool coop_basics(VkPhysicalDevice d, void* coop_features) {
   if (subgroup_properties(d).subgroupSize != 32) return false;
+  VkPhysicalDeviceProperties p{};
+  vkGetPhysicalDeviceProperties(d, &p);
+  const VkPhysicalDeviceLimits& l = p.limits;
+  if (l.maxComputeWorkGroupInvocations < 512 || l.maxComputeWorkGroupSize[0] < 512 ||
+      l.maxComputeSharedMemorySize < 38928)
+    return false;
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   f12.pNext = coop_features;
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -249,6 +256,19 @@ void Device::create_device() {
     want12.pNext = coop_ == Coop::KHR ? static_cast<void*>(&want_khr) : static_cast<void*>(&want_nv);
   }
 
+  // GL_VULKAN_PROFILE: each pipeline's statistics (registers, local memory) where offered.
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR want_pe{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  std::vector<const char*> exts;
+  if (coop_ != Coop::NONE) exts.push_back(coop_ext);
+  pipeline_stats_ =
+      diag_env(Diag::VULKAN_PROFILE) && has_extension(phys_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  if (pipeline_stats_) {
+    want_pe.pipelineExecutableInfo = VK_TRUE;
+    want_pe.pNext = want.pNext;
+    want.pNext = &want_pe;
+    exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  }
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   q.queueFamilyIndex = queue_family_;
@@ -258,8 +278,8 @@ void Device::create_device() {
   info.pNext = &want;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
-  info.enabledExtensionCount = coop_ != Coop::NONE ? 1 : 0;
-  info.ppEnabledExtensionNames = coop_ != Coop::NONE ? &coop_ext : nullptr;
+  info.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+  info.ppEnabledExtensionNames = exts.empty() ? nullptr : exts.data();
   GL_VK_CHECK(vkCreateDevice(phys_, &info, nullptr, &device_));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }

@@ -69,6 +69,8 @@ class Device : public std::enable_shared_from_this<Device> {
   uint32_t subgroup_size() const { return subgroup_size_; }
   // Whether gemm_coop.comp may run (asked for at open() and offered by the device).
   bool coop_matrix() const { return coop_ != Coop::NONE; }
+  // GL_VULKAN_PROFILE on a device with VK_KHR_pipeline_executable_properties (enabled then).
+  bool pipeline_stats() const { return pipeline_stats_; }
   // Through which extension: gemm_coop.comp's SPIR-V is translated to KHR's (coop_khr.h) for KHR.
   enum class Coop : uint8_t { NONE, NV, KHR };
   Coop coop() const { return coop_; }
@@ -96,6 +98,7 @@ class Device : public std::enable_shared_from_this<Device> {
   Coop coop_ = Coop::NONE;
   bool split_f16_ = true;
   uint32_t coop_tile_ = 0;
+  bool pipeline_stats_ = false;
   uint32_t gemv_rows_ = 0;
 
   mutable std::mutex mu_;                     // buffers may be freed from any thread

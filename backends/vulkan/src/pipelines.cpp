@@ -147,6 +147,53 @@ Pipelines::~Pipelines() {
   if (set_layout_) vkDestroyDescriptorSetLayout(d, set_layout_, nullptr);
 }
 
+namespace {
+
+// "registers 85, local memory 0, ..." from the driver's statistics of p's executables (names and
+// units are the driver's own).
+std::string executable_statistics(VkDevice d, VkPipeline p) {
+  const auto props = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(d, "vkGetPipelineExecutablePropertiesKHR"));
+  const auto stats = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(d, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!props || !stats) return "";
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  info.pipeline = p;
+  uint32_t n = 0;
+  if (props(d, &info, &n, nullptr) != VK_SUCCESS) return "";
+  std::string out;
+  for (uint32_t e = 0; e < n; ++e) {
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = p;
+    ei.executableIndex = e;
+    uint32_t m = 0;
+    if (stats(d, &ei, &m, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> st(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (stats(d, &ei, &m, st.data()) != VK_SUCCESS) continue;
+    for (uint32_t i = 0; i < m; ++i) {
+      const VkPipelineExecutableStatisticKHR& x = st[i];
+      std::string v;
+      switch (x.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: v = x.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: v = std::to_string(x.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: v = std::to_string(x.value.u64); break;
+        default: v = std::to_string(x.value.f64); break;
+      }
+      out += (out.empty() ? "" : ", ") + std::string(x.name) + " " + v;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Pipelines::statistics() const {
+  std::string out;
+  for (size_t i = 0; i < stats_.size(); ++i)
+    if (!stats_[i].empty()) out += "  " + std::string(shader_name(static_cast<Shader>(i))) + ": " + stats_[i] + "\n";
+  return out.empty() ? out : "vulkan pipelines (driver statistics):\n" + out;
+}
+
 VkPipeline Pipelines::get(Shader s) {
   VkPipeline& p = pipelines_[static_cast<size_t>(s)];
   if (p) return p;
@@ -170,9 +217,11 @@ VkPipeline Pipelines::get(Shader s) {
   pi.stage.module = module;
   pi.stage.pName = "main";
   pi.layout = layout_;
+  if (dev_.pipeline_stats()) pi.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   const VkResult r = vkCreateComputePipelines(dev_.handle(), cache_, 1, &pi, nullptr, &p);
   vkDestroyShaderModule(dev_.handle(), module, nullptr);
   GL_VK_CHECK(r);
+  if (dev_.pipeline_stats()) stats_[static_cast<size_t>(s)] = executable_statistics(dev_.handle(), p);
   return p;
 }
 

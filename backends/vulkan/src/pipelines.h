@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "device.h"
 
@@ -69,6 +70,9 @@ class Pipelines {
   Pipelines& operator=(const Pipelines&) = delete;
 
   VkPipeline get(Shader s);  // throws VkFault
+  // One line per pipeline made so far with the driver's statistics (registers, local memory),
+  // where Device::pipeline_stats(); else empty.
+  std::string statistics() const;
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
 
@@ -78,6 +82,7 @@ class Pipelines {
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::array<VkPipeline, static_cast<size_t>(Shader::COUNT)> pipelines_{};
+  std::array<std::string, static_cast<size_t>(Shader::COUNT)> stats_;
 };
 
 }  // namespace gl::vulkan

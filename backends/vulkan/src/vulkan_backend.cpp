@@ -168,7 +168,7 @@ class VulkanBackend final : public Backend {
 
   ~VulkanBackend() override {
     queue_.reset();  // waits for the queue
-    if (prof_->enabled() && prof_->splits() > 0) std::fputs(prof_->report().c_str(), stderr);
+    if (prof_->enabled() && prof_->splits() > 0) std::fputs((prof_->report() + pipes_->statistics()).c_str(), stderr);
     prof_.reset();
     pipes_.reset();
     staging_.reset();

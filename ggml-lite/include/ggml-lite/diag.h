@@ -23,7 +23,8 @@ enum class Diag : uint8_t {
   CUDA_TIMING,        // GL_CUDA_TIMING=1: device and host time per step at exit
   CPU_PROFILE,        // GL_CPU_PROFILE=1: per-node times of the CPU backend at exit
   VULKAN_REPLAY_OFF,  // GL_VULKAN_REPLAY=0: record every Vulkan split afresh, no command-buffer reuse
-  VULKAN_PROFILE,     // GL_VULKAN_PROFILE=1: per-dispatch shader times of the Vulkan backend at exit
+  VULKAN_PROFILE,     // GL_VULKAN_PROFILE=1: per-dispatch shader times of the Vulkan backend at exit, and
+                      // each pipeline's driver statistics (registers, local memory) where offered
   VULKAN_TILE64,      // GL_VULKAN_COOP_TILE=64: every Vulkan tensor-core product on 64 x 64 tiles (same bits)
   VULKAN_TILE128,     // GL_VULKAN_COOP_TILE=128: on 128 x 128 tiles (same bits; A/B timing)
   VULKAN_GEMV_ROWS1,  // GL_VULKAN_GEMV_ROWS=1: one weight row per Vulkan GEMV work group (same bits)
