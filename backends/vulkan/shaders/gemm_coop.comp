@@ -43,10 +43,18 @@
 #define kCn 8u  // activation rows per accumulator and B fragment (16 x 8 x 16 products)
 #define kAccMn (kAccM * 16u / kCn)  // accumulators along m
 #define kSubN (kTileN / (16u * kAccN))  // subgroups along n
-#define kTileK 32u
-#define kLd 40u                                    // f16 per staged row: kTileK + 8 (banks staggered)
-#define kWChunks (kTileN * kTileK / 8u / kThreads)  // 16-byte weight chunks (8 k) per invocation
-#define kXChunks (kTileM * kTileK / 8u / kThreads)  // activation chunks of 8 k (two 16-byte loads) per invocation
+// k per slab: as many as 48 KB of shared memory holds (x's lo half takes a third under EXACT); on
+// the H100, FAST went from 32 to 64 k a slab +14% in prefill (s15.md).
+#ifdef FAST
+#define kTileK 64u
+#else
+#define kTileK 48u
+#endif
+#define kLd (kTileK + 8u)                 // f16 per staged row (banks staggered)
+#define kWTotal (kTileN * kTileK / 8u)    // 16-byte weight chunks (8 k) in a slab
+#define kXTotal (kTileM * kTileK / 8u)    // activation chunks of 8 k (two 16-byte loads) in a slab
+#define kWChunks ((kWTotal + kThreads - 1u) / kThreads)  // per invocation (the last may be past kWTotal)
+#define kXChunks ((kXTotal + kThreads - 1u) / kThreads)
 #define kF16Max 65504.0
 
 layout(local_size_x = kThreads) in;
@@ -70,38 +78,40 @@ layout(push_constant) uniform Push {
 } pc;
 
 // 8 f16 per 16-byte word (element k of row r at half r * kLd + k): a chunk of 8 k is one store.
+// After the last slab, wsh holds the results on their way out (store_results), and past its
+// rows, the out-of-range flag (x of wsh[kFlag]: 0 or 1). The flag lives in this array rather
+// than in a shared uint of its own: NVIDIA's driver (580.159) placed such a uint before the f16
+// arrays, which moved them 4 bytes off their 16-byte boundaries, and the cooperative-matrix loads,
+// which address 16-byte rows, then read every row two halves early (the products of the last two
+// k of each slab went missing). Every shared array here is a whole number of 16-byte units.
 #define kLdV (kLd / 8u)
-shared uvec4 wsh[kTileN * kLdV];  // [n][k]
+#define kFlag (kTileN * kLdV)
+shared uvec4 wsh[kFlag + 1u];  // [n][k]
 shared uvec4 xhi[kTileM * kLdV];  // [m][k]
 #ifndef FAST
 shared uvec4 xlo[kTileM * kLdV];  // [m][k]
 #endif
-// One 16 x 8 result per subgroup, [m][n], then the out-of-range flag (kFlag: 0 or 1). The flag
-// lives in this array rather than in a shared uint of its own: NVIDIA's driver (580.159) placed
-// such a uint before the f16 arrays, which moved them 4 bytes off their 16-byte boundaries, and
-// the cooperative-matrix loads, which address 16-byte rows, then read every row two halves early
-// (the products of the last two k of each slab went missing). Every shared array here is a whole
-// number of 16-byte units.
-#define kFlag (kThreads / 32u * 128u)
-shared float csh[kFlag + 4u];
 
 // Slab k0's raw weight chunks (8 halves each) and activation chunks of this invocation, zero
-// past the edges. A tile inside N, M and whole slabs of K (uniform per group) loads without
-// bounds checks, so every load is in flight at once.
+// past the edges (and for a chunk index past the slab's). A tile inside N and M, on a whole slab
+// of K (uniform per group), loads without bounds checks, so every load is in flight at once.
 void fetch(uint wrow0, uint xrow0, uint n0, uint m0, uint k0, bool inside, out uvec4 wv[kWChunks], out vec4 xv[2 * kXChunks]) {
+  inside = inside && k0 + kTileK <= pc.K;
   [[unroll]] for (uint i = 0u; i < kWChunks; ++i) {
     uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 8u), k = k0 + (c % (kTileK / 8u)) * 8u;
-    if (inside) wv[i] = w4[(wrow0 + row * pc.w_nb.y + k) >> 3];
-    else wv[i] = k < pc.K && n0 + row < pc.N ? w4[(wrow0 + row * pc.w_nb.y + k) >> 3] : uvec4(0u);
+    bool live = c < kWTotal;
+    if (inside && live) wv[i] = w4[(wrow0 + row * pc.w_nb.y + k) >> 3];
+    else wv[i] = live && k < pc.K && n0 + row < pc.N ? w4[(wrow0 + row * pc.w_nb.y + k) >> 3] : uvec4(0u);
   }
   [[unroll]] for (uint i = 0u; i < kXChunks; ++i) {
     uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 8u), k = k0 + (c % (kTileK / 8u)) * 8u;
     uint at = (xrow0 + row * pc.x_nb.y + k) >> 2;
-    if (inside) {
+    bool live = c < kXTotal;
+    if (inside && live) {
       xv[2u * i] = x4[at];
       xv[2u * i + 1u] = x4[at + 1u];
     } else {
-      bool in_range = k < pc.K && m0 + row < pc.M;  // K is a multiple of 8
+      bool in_range = live && k < pc.K && m0 + row < pc.M;  // K is a multiple of 8
       xv[2u * i] = in_range ? x4[at] : vec4(0.0);
       xv[2u * i + 1u] = in_range ? x4[at + 1u] : vec4(0.0);
     }
@@ -145,12 +155,13 @@ void stage(uvec4 wv[kWChunks], vec4 xv[2 * kXChunks]) {
     } else {
       big |= f16_big(h);
     }
-    wsh[row * kLdV + k / 8u] = h;
+    if (c < kWTotal) wsh[row * kLdV + k / 8u] = h;
   }
   [[unroll]] for (uint i = 0u; i < kXChunks; ++i) {
     uint c = gl_LocalInvocationID.x + i * kThreads, row = c / (kTileK / 8u), k = (c % (kTileK / 8u)) * 8u;
     vec4 v0 = xv[2u * i], v1 = xv[2u * i + 1u];
     big |= uint(any(greaterThan(max(abs(v0), abs(v1)), vec4(kF16Max))));
+    if (c >= kXTotal) continue;
     vec4 h0 = f16_round(v0), h1 = f16_round(v1);
     xhi[row * kLdV + k / 8u] = uvec4(packHalf2x16(h0.xy), packHalf2x16(h0.zw), packHalf2x16(h1.xy), packHalf2x16(h1.zw));
 #ifndef FAST
@@ -158,7 +169,7 @@ void stage(uvec4 wv[kWChunks], vec4 xv[2 * kXChunks]) {
     xlo[row * kLdV + k / 8u] = uvec4(packHalf2x16(l0.xy), packHalf2x16(l0.zw), packHalf2x16(l1.xy), packHalf2x16(l1.zw));
 #endif
   }
-  if (big != 0u) csh[kFlag] = 1.0;
+  if (big != 0u) wsh[kFlag].x = 1u;
 }
 
 void store_out(uint n, uint m, uint b2, uint b3, float v) {
@@ -189,7 +200,7 @@ void main() {
   uint xrow0 = pc.x_off + m0 * pc.x_nb.y + b2 * pc.x_nb.z + b3 * pc.x_nb.w;
   // This subgroup's part: weight rows sn .. sn + 16 kAccN - 1, activation rows sm .. sm + 16 kAccM - 1.
   uint sn = (gl_SubgroupID % kSubN) * 16u * kAccN, sm = (gl_SubgroupID / kSubN) * 16u * kAccM;
-  if (gl_LocalInvocationID.x == 0u) csh[kFlag] = 0.0;
+  if (gl_LocalInvocationID.x == 0u) wsh[kFlag].x = 0u;
   barrier();  // before any stage() may set it
   bool inside = n0 + kTileN <= pc.N && m0 + kTileM <= pc.M && pc.K % kTileK == 0u;
   // Accumulators of kCn activation rows each: the 16 x 8 x 16 products make A, B and the
@@ -223,18 +234,19 @@ void main() {
     }
     barrier();  // the slab's multiplies are done with shared memory
   }
-  if (csh[kFlag] != 0.0) {  // uniform per group (read after the last barrier)
+  if (wsh[kFlag].x != 0u) {  // uniform per group (read after the last barrier)
     tile_in_f32(wrow0, xrow0, n0, m0, b2, b3);
     return;
   }
   uint sg = gl_SubgroupID;
-  // Accumulator (i, j) through this subgroup's part of csh; element (n, m) at m * 16 + n.
+  // Accumulator (i, j) through this subgroup's 32 words of wsh (the slabs are done with it);
+  // element (n, m) is float m * 16 + n of them.
 #define STORE_C(i, j) \
-  coopMatStoreNV(c##i##j, csh, sg * 128u, 16u, true); \
+  coopMatStoreNV(c##i##j, wsh, sg * 32u, 4u, true); \
   memoryBarrierShared(); \
   barrier(); \
   for (uint e = gl_SubgroupInvocationID; e < 16u * kCn; e += gl_SubgroupSize) \
-    store_out(n0 + sn + i * 16u + e % 16u, m0 + sm + j * kCn + e / 16u, b2, b3, csh[sg * 128u + e]); \
+    store_out(n0 + sn + i * 16u + e % 16u, m0 + sm + j * kCn + e / 16u, b2, b3, uintBitsToFloat(wsh[sg * 32u + e / 4u][e % 4u])); \
   barrier();
   FOR_NM(STORE_C)
 }
