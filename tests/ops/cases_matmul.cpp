@@ -96,6 +96,15 @@ void add_mul_mat_cases(DType wt, std::vector<OpCase>& out) {
   out.push_back(mm(wt, fmt::format("K{}_N70_M130_prefill_tiles", long_k), [=](In& in) {
     return mul_mat(in.ctx, in.input(wt, {long_k, 70}), in.input(DType::F32, {long_k, 130}));
   }));
+  // Few output tiles over a long K (Vulkan tensor cores: K split into parts of 384 summed in a
+  // second pass, the last part short), also with batches.
+  const int64_t split_k = wt == DType::Q8_0 ? 1568 : 1544;
+  out.push_back(mm(wt, fmt::format("K{}_N32_M40_split_k", split_k), [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {split_k, 32}), in.input(DType::F32, {split_k, 40}));
+  }));
+  out.push_back(mm(wt, fmt::format("K{}_N20_M24_w2x1_x2x1_split_k", split_k), [=](In& in) {
+    return mul_mat(in.ctx, in.input(wt, {split_k, 20, 2, 1}), in.input(DType::F32, {split_k, 24, 2, 1}));
+  }));
   out.push_back(mm(wt, "K64_N9_M12_w2x1_x6x3_prefill", [=](In& in) {
     return mul_mat(in.ctx, in.input(wt, {64, 9, 2, 1}), in.input(DType::F32, {64, 12, 6, 3}));
   }));

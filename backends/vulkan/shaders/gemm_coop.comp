@@ -64,6 +64,7 @@ TENSOR(1, x)
 TENSOR(2, d)
 layout(binding = 0) readonly buffer W4 { uvec4 w4[]; };
 layout(binding = 1) readonly buffer X4 { vec4 x4[]; };
+layout(binding = 3) buffer Parts { float parts_ws[]; };  // split K: the parts' partial sums
 
 layout(push_constant) uniform Push {
   uvec4 x_nb;  // elements
@@ -75,6 +76,11 @@ layout(push_constant) uniform Push {
   uint types;                // w | x << 4 | d << 8
   uint x_vec;                // gemv.comp's
   uint n_groups;
+  // Split K (products with too few tiles to fill the GPU): work group g takes part g % parts, k
+  // from part * k_len (a multiple of kTileK), and writes its tile's sums to the workspace at
+  // ws_off + part * part_stride + ((b3 B2 + b2) M + m) N + n; then mode 1 adds the parts in order
+  // into d, one element per invocation. parts = 1: no split, d directly.
+  uint k_len, parts, part_stride, ws_off, mode;
 } pc;
 
 // 8 f16 per 16-byte word (element k of row r at half r * kLd + k): a chunk of 8 k is one store.
@@ -177,22 +183,45 @@ void store_out(uint n, uint m, uint b2, uint b3, float v) {
     store_d((pc.types >> 8) & 15u, pc.d_off + n * pc.d_nb.x + m * pc.d_nb.y + b2 * pc.d_nb.z + b3 * pc.d_nb.w, v);
 }
 
-// The tile in f32, every output by one invocation in k order: for inputs past f16's range.
-void tile_in_f32(uint wrow0, uint xrow0, uint n0, uint m0, uint b2, uint b3) {
+// A result of part `part`: to d, or under split K to the part's rows of the workspace.
+void emit(uint n, uint m, uint b2, uint b3, uint part, float v) {
+  if (pc.parts == 1u) store_out(n, m, b2, b3, v);
+  else if (n < pc.N && m < pc.M) parts_ws[pc.ws_off + part * pc.part_stride + ((b3 * pc.B2 + b2) * pc.M + m) * pc.N + n] = v;
+}
+
+// Mode 1 of split K: element e of d is the sum of its parts, in part order.
+void sum_parts(uint g) {
+  uint e = g * kThreads + gl_LocalInvocationID.x;
+  if (e >= pc.part_stride) return;
+  float v = 0.0;
+  for (uint p = 0u; p < pc.parts; ++p) v += parts_ws[pc.ws_off + p * pc.part_stride + e];
+  uint n = e % pc.N, m = (e / pc.N) % pc.M, b = e / (pc.N * pc.M);
+  store_out(n, m, b % pc.B2, b / pc.B2, v);
+}
+
+// The tile in f32 (its part's k), every output by one invocation in k order: for inputs past
+// f16's range.
+void tile_in_f32(uint wrow0, uint xrow0, uint n0, uint m0, uint b2, uint b3, uint part, uint k_begin, uint k_end) {
   uint tw = pc.types & 15u, tx = (pc.types >> 4) & 15u;
   for (uint e = gl_LocalInvocationID.x; e < kTileN * kTileM; e += kThreads) {
     uint n = e % kTileN, m = e / kTileN;
     if (n0 + n >= pc.N || m0 + m >= pc.M) continue;
     float acc = 0.0;
-    for (uint k = 0u; k < pc.K; ++k)
+    for (uint k = k_begin; k < k_end; ++k)
       acc += load_w(tw, wrow0 + n * pc.w_nb.y + k) * load_x(tx, xrow0 + m * pc.x_nb.y + k);
-    store_out(n0 + n, m0 + m, b2, b3, acc);
+    emit(n0 + n, m0 + m, b2, b3, part, acc);
   }
 }
 
 void main() {
   uint g = group_index();
   if (g >= pc.n_groups) return;  // uniform per group
+  if (pc.mode == 1u) {
+    sum_parts(g);
+    return;
+  }
+  uint part = g % pc.parts, k_begin = part * pc.k_len, k_end = min(pc.K, k_begin + pc.k_len);
+  g /= pc.parts;
   uint m_tiles = (pc.M + kTileM - 1u) / kTileM, n_tiles = (pc.N + kTileN - 1u) / kTileN;
   uint m0 = (g % m_tiles) * kTileM, n0 = ((g / m_tiles) % n_tiles) * kTileN;
   uint b = g / (m_tiles * n_tiles), b2 = b % pc.B2, b3 = b / pc.B2;
@@ -212,7 +241,7 @@ void main() {
   FOR_NM(DECL_C)
   uvec4 wv[kWChunks];
   vec4 xv[2 * kXChunks];
-  for (uint k0 = 0u; k0 < pc.K; k0 += kTileK) {
+  for (uint k0 = k_begin; k0 < k_end; k0 += kTileK) {
     fetch(wrow0, xrow0, n0, m0, k0, inside, wv, xv);
     stage(wv, xv);
     barrier();
@@ -235,7 +264,7 @@ void main() {
     barrier();  // the slab's multiplies are done with shared memory
   }
   if (wsh[kFlag].x != 0u) {  // uniform per group (read after the last barrier)
-    tile_in_f32(wrow0, xrow0, n0, m0, b2, b3);
+    tile_in_f32(wrow0, xrow0, n0, m0, b2, b3, part, k_begin, k_end);
     return;
   }
   uint sg = gl_SubgroupID;
@@ -246,7 +275,7 @@ void main() {
   memoryBarrierShared(); \
   barrier(); \
   for (uint e = gl_SubgroupInvocationID; e < 16u * kCn; e += gl_SubgroupSize) \
-    store_out(n0 + sn + i * 16u + e % 16u, m0 + sm + j * kCn + e / 16u, b2, b3, uintBitsToFloat(wsh[sg * 32u + e / 4u][e % 4u])); \
+    emit(n0 + sn + i * 16u + e % 16u, m0 + sm + j * kCn + e / 16u, b2, b3, part, uintBitsToFloat(wsh[sg * 32u + e / 4u][e % 4u])); \
   barrier();
   FOR_NM(STORE_C)
 }

@@ -200,6 +200,7 @@ class VulkanBackend final : public Backend {
     if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(node);
     if (node.op == Op::GATED_DELTA_RULE) return gdr_chunked_workspace(node);
     if (node.op == Op::ARGMAX) return reduce_workspace(node);
+    if (node.op == Op::MUL_MAT) return matmul_workspace(*dev_, node);
     return 0;
   }
 

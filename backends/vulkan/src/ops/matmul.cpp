@@ -11,6 +11,9 @@
 //   matmul.comp the rest (MUL_MAT_ID, odd weight layouts) - any layout, any device.
 // Which of gemv.comp and matmul.comp runs depends on the weights and the device only, never on
 // the row count, so a row's bits do not depend on how many rows share the product.
+#include <algorithm>
+#include <array>
+
 #include "check.h"
 #include "ggml-lite/quants/q8_0.h"
 #include "ops/ops.h"
@@ -30,13 +33,21 @@ constexpr uint32_t kGemvWideRows = 2;   // weight rows per work group of the wid
 constexpr uint64_t kFewGemvGroups = 256;
 constexpr uint32_t kGemmTile = 64;       // gemm.comp's kTileN and kTileM
 constexpr uint64_t kBigTileGroups = 96;  // fewest 128 x 128 work groups worth the big tile
+// Split K: a tensor-core product of fewer tiles than kSplitBelow (the GDN gate projections, 32
+// outputs: 8 tiles at 512 tokens) is cut along K into parts of kSplitAlign-multiples (whole slabs
+// of either gemm_coop variant) for about kSplitTarget work groups, at least 2 kSplitAlign k each.
+constexpr uint64_t kSplitBelow = 64;
+constexpr uint64_t kSplitTarget = 128;
+constexpr uint32_t kSplitAlign = 192;
 constexpr VkSubgroupFeatureFlags kGemvSubgroupOps = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
 
-// gemv.comp's, gemm.comp's and gemm_coop.comp's push constants.
+// gemv.comp's, gemm.comp's and gemm_coop.comp's push constants (the last five: gemm_coop.comp's
+// split K).
 struct ProductPush {
   uint32_t x_nb[4], d_nb[4], w_nb[4];
   uint32_t K, N, M, B2, r2, r3;
   uint32_t w_off, x_off, d_off, types, x_vec, n_groups;
+  uint32_t k_len, parts, part_stride, ws_off, mode;
 };
 static_assert(sizeof(ProductPush) <= kPushBytes);
 
@@ -127,6 +138,12 @@ void general_product(Recorder& rec, const Tensor& node) {
   rec.dispatch(Shader::MATMUL, {w, x, d, ids}, &pc, sizeof pc, pc.n_groups);
 }
 
+// The tile (128 or 64) gemm_coop.comp takes for n weight rows, m activation rows and batches.
+uint32_t coop_tile(const Device& dev, uint64_t n, uint64_t m, uint64_t batches) {
+  if (dev.coop_tile() != 0) return dev.coop_tile();
+  return ((n + 127) / 128) * ((m + 127) / 128) * batches >= kBigTileGroups ? 128 : 64;
+}
+
 // gemm_coop.comp (128 x 128 tiles) or its 64 x 64 variant for F16/BF16 weights in 16-byte chunks
 // and F32 activation rows where tensor cores are offered (the _f variants for Precision::FAST:
 // activations rounded to f16, one product instead of hi and lo); else gemm.comp.
@@ -138,9 +155,32 @@ Shader prefill_shader(Recorder& rec, const Operand& w, const Operand& x, DType w
   const bool coop = dev.coop_matrix() && (wt == DType::F16 || wt == DType::BF16) && gemv_weights(w, wt) &&
                     vec4_rows(x) && rec.has_pipeline(big_tile) && rec.has_pipeline(small_tile);
   if (!coop) return Shader::GEMM;
-  if (dev.coop_tile() != 0) return dev.coop_tile() == 128 ? big_tile : small_tile;
-  const uint64_t big = uint64_t{(w.ne[1] + 127) / 128} * ((x.ne[1] + 127) / 128) * batches;
-  return big >= kBigTileGroups ? big_tile : small_tile;
+  return coop_tile(dev, w.ne[1], x.ne[1], batches) == 128 ? big_tile : small_tile;
+}
+
+struct Split {
+  uint32_t parts = 1, k_len = 0;
+};
+
+// How a tensor-core product of `groups` tiles splits its K (parts = 1: not).
+Split split_k(uint64_t groups, uint32_t k) {
+  Split s;
+  if (groups >= kSplitBelow) return s;
+  const uint64_t want = (kSplitTarget + groups - 1) / groups;
+  const uint64_t len = std::max<uint64_t>((k + want - 1) / want, 2 * kSplitAlign);
+  s.k_len = static_cast<uint32_t>((len + kSplitAlign - 1) / kSplitAlign * kSplitAlign);
+  s.parts = (k + s.k_len - 1) / s.k_len;
+  return s;
+}
+
+// The split of node's product if it takes gemm_coop.comp (sized before the recording knows).
+Split node_split(const Device& dev, const Tensor& node) {
+  const Tensor& w = *node.src[0];
+  const uint64_t m = node.ne[1], batches = uint64_t(node.ne[2]) * uint64_t(node.ne[3]);
+  if (node.op != Op::MUL_MAT || !dev.coop_matrix() || m <= kGemvRows || (w.type != DType::F16 && w.type != DType::BF16))
+    return {};
+  const uint64_t tile = coop_tile(dev, uint64_t(w.ne[1]), m, batches);
+  return split_k(((uint64_t(w.ne[1]) + tile - 1) / tile) * ((m + tile - 1) / tile) * batches, uint32_t(w.ne[0]));
 }
 
 // gemv.comp's weight rows per work group (1 or 2), by the weights' shape only, never the row
@@ -160,7 +200,40 @@ Shader gemv_shader(uint32_t rows, bool decode, DType wt) {
   return decode ? Shader::GEMV2_D : Shader::GEMV2;
 }
 
+// gemm_coop.comp: one dispatch, or under split K the parts then their sum (mode 1).
+void coop_product(Recorder& rec, const Tensor& node, Shader shader, ProductPush pc, std::array<Operand, 3> wxd) {
+  const auto& [w, x, d] = wxd;
+  const bool big = shader == Shader::GEMM_COOP || shader == Shader::GEMM_COOP_F;
+  const uint64_t tile = big ? 128 : 64, batches = uint64_t{d.ne[2]} * d.ne[3];
+  const uint64_t groups = ((pc.N + tile - 1) / tile) * ((pc.M + tile - 1) / tile) * batches;
+  const Split split = node_split(rec.device(), node);
+  if (split.parts <= 1) {
+    pc.parts = 1;
+    pc.k_len = pc.K;
+    pc.n_groups = checked_groups(groups);
+    rec.dispatch(shader, {w, x, d, d}, &pc, sizeof pc, pc.n_groups);
+    return;
+  }
+  const Operand ws = rec.workspace(node, matmul_workspace(rec.device(), node));
+  pc.parts = split.parts;
+  pc.k_len = split.k_len;
+  pc.part_stride = static_cast<uint32_t>(batches * pc.M * pc.N);
+  pc.ws_off = ws.offset;
+  pc.n_groups = checked_groups(groups * split.parts);
+  rec.dispatch(shader, {w, x, d, ws}, &pc, sizeof pc, pc.n_groups);
+  pc.mode = 1;
+  const uint64_t threads = big ? 512 : 128;  // gemm_coop.comp's kThreads
+  pc.n_groups = checked_groups((pc.part_stride + threads - 1) / threads);
+  rec.dispatch(shader, {w, x, d, ws}, &pc, sizeof pc, pc.n_groups);
+}
+
 }  // namespace
+
+size_t matmul_workspace(const Device& dev, const Tensor& node) {
+  const Split split = node_split(dev, node);
+  if (split.parts <= 1) return 0;
+  return size_t{split.parts} * static_cast<size_t>(nelements(node)) * sizeof(float);
+}
 
 bool supports_matmul(const Tensor& node) {
   const Tensor& w = *node.src[0];
@@ -180,8 +253,8 @@ void mul_mat(Recorder& rec, const Tensor& node) {
   const uint64_t batches = uint64_t{d.ne[2]} * d.ne[3];
   if (pc.M > kGemvRows) {
     const Shader shader = prefill_shader(rec, w, x, wt, batches);
-    const uint64_t tile = shader == Shader::GEMM_COOP || shader == Shader::GEMM_COOP_F ? 128 : 64;
-    const uint64_t tiles = ((pc.N + tile - 1) / tile) * ((pc.M + tile - 1) / tile);
+    if (is_gemm_coop(shader)) return coop_product(rec, node, shader, pc, {w, x, d});
+    const uint64_t tiles = ((pc.N + kGemmTile - 1) / kGemmTile) * ((pc.M + kGemmTile - 1) / kGemmTile);
     pc.n_groups = checked_groups(tiles * batches);
     rec.dispatch(shader, {w, x, d}, &pc, sizeof pc, pc.n_groups);
   } else if (rec.device().subgroup_ops(kGemvSubgroupOps) && gemv_weights(w, wt)) {
