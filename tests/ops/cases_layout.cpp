@@ -79,6 +79,12 @@ void add_set_rows(std::vector<OpCase>& out) {
     return set_rows(in.ctx, in.input(DType::F32, {32, 12, 2, 3}), in.input(DType::F32, {32, 4, 2, 3}),
                     in.input(DType::I32, {4, 2, 3}, Fill::ids_distinct(12)));
   });
+  // Repeated ids: the last source row with an id is the one written (20 rows into 6: the Vulkan
+  // shader checks the later rows 8 at a time).
+  push(out, "set_rows_f32_K16_R6_n20_repeated_ids", Op::SET_ROWS, kExact, [](In& in) {
+    return set_rows(in.ctx, in.input(DType::F32, {16, 6}), in.input(DType::F32, {16, 20}),
+                    in.input(DType::I32, {20}, Fill::ids(6)));
+  });
   push(out, "set_rows_f32_from_f16_src", Op::SET_ROWS, kExact, [](In& in) {
     return set_rows(in.ctx, in.input(DType::F32, {33, 9}), in.input(DType::F16, {33, 3}),
                     in.input(DType::I32, {3}, Fill::ids_distinct(9)));
