@@ -378,6 +378,51 @@ TEST(VulkanBackend, PrefillAttentionWithEmptyRows) {
   for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i]))) << i;
 }
 
+// Prefill attention over a key that the mask hides from every row and whose values are NaN (a
+// cache slot never written): as on the CPU, a key of weight 0 adds nothing (0 * NaN would be NaN).
+TEST(VulkanBackend, PrefillAttentionSkipsMaskedValues) {
+  GL_REQUIRE_VULKAN();
+  constexpr int64_t d = 32, heads = 4, t = 20, n = 24, hidden = 5;
+  auto run = [&](Backend& be) {
+    Context ctx;
+    Tensor* q = ctx.new_tensor(DType::F32, {d, heads, t}, "q");
+    Tensor* k = ctx.new_tensor(DType::F32, {d, heads / 2, n}, "k");
+    Tensor* v = ctx.new_tensor(DType::F32, {d, heads / 2, n}, "v");
+    Tensor* m = ctx.new_tensor(DType::F32, {n, t}, "mask");
+    for (Tensor* x : {q, k, v, m}) x->flags |= TENSOR_INPUT;
+    Tensor* o = flash_attn(ctx, q, k, v, m, 0.125f, false);
+    o->flags |= TENSOR_OUTPUT;
+    Graph g = Graph::build({o});
+    Executor ex({&be});
+    EXPECT_TRUE(ex.allocate(g).ok());
+    auto wave = [](int64_t count, float f) {
+      std::vector<float> xs(static_cast<size_t>(count));
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i) * f);
+      return xs;
+    };
+    std::vector<float> vs = wave(nelements(*v), 0.23f), mask(static_cast<size_t>(n * t), 0.0f);
+    for (int64_t i = 0; i < d * heads / 2; ++i) vs[static_cast<size_t>(hidden * d * heads / 2 + i)] = NAN;
+    for (int64_t r = 0; r < t; ++r) mask[static_cast<size_t>(r * n + hidden)] = -INFINITY;
+    ex.set_input(*q, wave(nelements(*q), 0.37f).data());
+    ex.set_input(*k, wave(nelements(*k), 0.11f).data());
+    ex.set_input(*v, vs.data());
+    ex.set_input(*m, mask.data());
+    const Status st = ex.compute(g);
+    EXPECT_TRUE(st.ok()) << st.error();
+    std::vector<float> out(static_cast<size_t>(nelements(*o)), -1.0f);
+    ex.get_output(*o, out.data());
+    return out;
+  };
+  auto vk = make(false);
+  ASSERT_NE(vk, nullptr);
+  auto cpu = cpu::make_backend({.n_threads = 1});
+  const std::vector<float> got = run(*vk), want = run(*cpu);
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(want[i])) << i;
+    ASSERT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i]))) << i;
+  }
+}
+
 // A step graph computed again (same shapes and memory, new inputs) resubmits the recorded command
 // buffer, and reads the new inputs.
 TEST(VulkanBackend, RepeatedSplitIsReplayed) {

@@ -42,6 +42,7 @@ shared float qs[kR * (kD + 1u)];  // [row][d], rows padded a word against bank c
 shared float ks[kB * (kD + 1u)];  // [key][d]
 shared float ps[kR * (kB + 1u)];  // [row][key]: scores, then their exponentials
 shared float vs[kVk * kMaxDv];    // [key][column]
+shared uint vs_odd;               // the slab number (key + 1 of its first) when a value in it is inf or NaN
 
 uint row_token(uint p) { return p / pc.group; }
 uint row_head(uint g, uint p) { return g * pc.group + p % pc.group; }
@@ -95,6 +96,7 @@ void main() {
   uint end = uint(clamp(last_key(p0 + n_rows - 1u) + 1, 0, int(pc.n_kv)));  // the last row sees the most
   uint tv = (pc.types >> 8) & 15u, td = (pc.types >> 12) & 15u;
 
+  if (tid == 0u) vs_odd = 0u;  // read only after the first block's barriers
   float o[4][kCols], mx[4], sum[4];
   [[unroll]] for (uint i = 0u; i < 4u; ++i) {
     mx[i] = kNegInf;
@@ -129,18 +131,29 @@ void main() {
       sum[i] = sum[i] * alpha[i] + bs;
     }
     for (uint j0 = 0u; j0 < kB; j0 += kVk) {  // out += p v, kVk keys of v at a time
+      uint slab = kb + j0 + 1u;  // distinct per slab, so the flag needs no reset
       [[unroll]] for (uint e16 = 0u; e16 < kVk * kMaxDv / 256u; ++e16) {
         uint e = tid + e16 * 256u, j = e / kMaxDv, col = e % kMaxDv, key = kb + j0 + j;
-        vs[e] = key < end && col < pc.dv ? load_v(tv, pc.v_off + col * pc.v_nb0 + g * pc.v_nb1 + key * pc.v_nb2) : 0.0;
+        float x = key < end && col < pc.dv ? load_v(tv, pc.v_off + col * pc.v_nb0 + g * pc.v_nb1 + key * pc.v_nb2) : 0.0;
+        if ((floatBitsToUint(x) & 0x7f800000u) == 0x7f800000u) vs_odd = slab;
+        vs[e] = x;
       }
       barrier();
-      [[unroll]] for (uint j = 0u; j < kVk; ++j) {
-        float pv[4];
-        [[unroll]] for (uint i = 0u; i < 4u; ++i) pv[i] = ps[(rg * 4u + i) * (kB + 1u) + j0 + j];
-        [[unroll]] for (uint c = 0u; c < kCols; ++c) {
-          float vv = vs[j * kMaxDv + cg + 16u * c];
-          [[unroll]] for (uint i = 0u; i < 4u; ++i) o[i][c] += pv[i] * vv;
-        }
+      // A key of weight 0 adds nothing, as in the CPU reference, even where its value is inf or NaN
+      // (0 * NaN is NaN): the slab with such a value (rare, uniform) takes the checked loop.
+#define PV_SLAB(TERM)                                                                  \
+  [[unroll]] for (uint j = 0u; j < kVk; ++j) {                                         \
+    float pv[4];                                                                       \
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) pv[i] = ps[(rg * 4u + i) * (kB + 1u) + j0 + j]; \
+    [[unroll]] for (uint c = 0u; c < kCols; ++c) {                                     \
+      float vv = vs[j * kMaxDv + cg + 16u * c];                                        \
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) o[i][c] += TERM;                      \
+    }                                                                                  \
+  }
+      if (vs_odd == slab) {
+        PV_SLAB(pv[i] != 0.0 ? pv[i] * vv : 0.0)
+      } else {
+        PV_SLAB(pv[i] * vv)
       }
       barrier();
     }

@@ -76,7 +76,7 @@ layout(push_constant) uniform Push {
   uint types;                // w | x << 4 | d << 8
   uint x_vec;                // gemv.comp's
   uint n_groups;
-  // Split K (products with too few tiles to fill the GPU): work group g takes part g % parts, k
+  // Split K (products of few weight rows, ops/matmul.cpp): work group g takes part g % parts, k
   // from part * k_len (a multiple of kTileK), and writes its tile's sums to the workspace at
   // ws_off + part * part_stride + ((b3 B2 + b2) M + m) N + n; then mode 1 adds the parts in order
   // into d, one element per invocation. parts = 1: no split, d directly.
@@ -84,7 +84,7 @@ layout(push_constant) uniform Push {
 } pc;
 
 // 8 f16 per 16-byte word (element k of row r at half r * kLd + k): a chunk of 8 k is one store.
-// After the last slab, wsh holds the results on their way out (store_results), and past its
+// After the last slab, wsh holds the results on their way out (STORE_C), and past its
 // rows, the out-of-range flag (x of wsh[kFlag]: 0 or 1). The flag lives in this array rather
 // than in a shared uint of its own: NVIDIA's driver (580.159) placed such a uint before the f16
 // arrays, which moved them 4 bytes off their 16-byte boundaries, and the cooperative-matrix loads,

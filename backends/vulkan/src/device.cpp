@@ -73,15 +73,16 @@ bool has_extension(VkPhysicalDevice d, const char* name) {
 }
 
 // f16 in shaders, the Vulkan memory model (its SPIR-V declares it), subgroups of 32, work groups
-// of 512 invocations and 38,928 bytes of shared memory (the 128 x 128 tile's): what
-// gemm_coop.comp needs beside the matrices.
+// of 512 invocations and 43,024 bytes of shared memory (the 128 x 128 tile's under EXACT: three
+// 128-row arrays of 48 + 8 halves a row, and the flag): what gemm_coop.comp needs beside the
+// matrices.
 bool coop_basics(VkPhysicalDevice d, void* coop_features) {
   if (subgroup_properties(d).subgroupSize != 32) return false;
   VkPhysicalDeviceProperties p{};
   vkGetPhysicalDeviceProperties(d, &p);
   const VkPhysicalDeviceLimits& l = p.limits;
   if (l.maxComputeWorkGroupInvocations < 512 || l.maxComputeWorkGroupSize[0] < 512 ||
-      l.maxComputeSharedMemorySize < 38928)
+      l.maxComputeSharedMemorySize < 43024)
     return false;
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   f12.pNext = coop_features;

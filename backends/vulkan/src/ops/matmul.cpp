@@ -33,11 +33,13 @@ constexpr uint32_t kGemvWideRows = 2;   // weight rows per work group of the wid
 constexpr uint64_t kFewGemvGroups = 256;
 constexpr uint32_t kGemmTile = 64;       // gemm.comp's kTileN and kTileM
 constexpr uint64_t kBigTileGroups = 96;  // fewest 128 x 128 work groups worth the big tile
-// Split K: a tensor-core product of fewer tiles than kSplitBelow (the GDN gate projections, 32
-// outputs: 8 tiles at 512 tokens) is cut along K into parts of kSplitAlign-multiples (whole slabs
-// of either gemm_coop variant) for about kSplitTarget work groups, at least 2 kSplitAlign k each.
-constexpr uint64_t kSplitBelow = 64;
-constexpr uint64_t kSplitTarget = 128;
+// Split K: a tensor-core product of at most kSplitMaxN weight rows (the GDN gate projections, 32
+// outputs: 8 tiles at 512 tokens) is cut along K into about kSplitParts parts of kSplitAlign
+// multiples (whole slabs of either gemm_coop variant), at least 2 kSplitAlign k each. The split
+// depends on N and K only, so a row's bits do not depend on how many rows share the product or
+// on the tile size.
+constexpr uint64_t kSplitMaxN = 64;
+constexpr uint64_t kSplitParts = 16;
 constexpr uint32_t kSplitAlign = 192;
 constexpr VkSubgroupFeatureFlags kGemvSubgroupOps = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
 
@@ -162,12 +164,11 @@ struct Split {
   uint32_t parts = 1, k_len = 0;
 };
 
-// How a tensor-core product of `groups` tiles splits its K (parts = 1: not).
-Split split_k(uint64_t groups, uint32_t k) {
+// How a tensor-core product of n weight rows splits its K (parts = 1: not).
+Split split_k(uint64_t n, uint32_t k) {
   Split s;
-  if (groups >= kSplitBelow) return s;
-  const uint64_t want = (kSplitTarget + groups - 1) / groups;
-  const uint64_t len = std::max<uint64_t>((k + want - 1) / want, 2 * kSplitAlign);
+  if (n > kSplitMaxN) return s;
+  const uint64_t len = std::max<uint64_t>((k + kSplitParts - 1) / kSplitParts, 2 * kSplitAlign);
   s.k_len = static_cast<uint32_t>((len + kSplitAlign - 1) / kSplitAlign * kSplitAlign);
   s.parts = (k + s.k_len - 1) / s.k_len;
   return s;
@@ -179,8 +180,8 @@ Split node_split(const Device& dev, const Tensor& node) {
   const uint64_t m = node.ne[1], batches = uint64_t(node.ne[2]) * uint64_t(node.ne[3]);
   if (node.op != Op::MUL_MAT || !dev.coop_matrix() || m <= kGemvRows || (w.type != DType::F16 && w.type != DType::BF16))
     return {};
-  const uint64_t tile = coop_tile(dev, uint64_t(w.ne[1]), m, batches);
-  return split_k(((uint64_t(w.ne[1]) + tile - 1) / tile) * ((m + tile - 1) / tile) * batches, uint32_t(w.ne[0]));
+  if (m * batches * uint64_t(w.ne[1]) == 0) return {};  // an empty product
+  return split_k(uint64_t(w.ne[1]), uint32_t(w.ne[0]));
 }
 
 // gemv.comp's weight rows per work group (1 or 2), by the weights' shape only, never the row

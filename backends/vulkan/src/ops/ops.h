@@ -68,7 +68,7 @@ void gated_delta_rule_chunked(Recorder& rec, const Tensor& node);
 // matmul.cpp: MUL_MAT, MUL_MAT_ID (F32, F16, BF16, Q8_0 weights).
 bool supports_matmul(const Tensor& node);
 void mul_mat(Recorder& rec, const Tensor& node);
-// Split-K partial sums of a prefill product on tensor cores with few tiles; else 0.
+// Split-K partial sums of a prefill product on tensor cores with few weight rows; else 0.
 size_t matmul_workspace(const Device& dev, const Tensor& node);
 
 // attention.cpp: FLASH_ATTN (its workspace holds the scores).
