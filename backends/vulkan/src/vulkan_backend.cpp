@@ -111,7 +111,7 @@ bool supports_node(const Tensor& node) {
     case Op::SUM_ROWS: return supports_reduce(node);
     case Op::MUL_MAT:
     case Op::MUL_MAT_ID: return supports_matmul(node);
-    case Op::FLASH_ATTN: return supports_flash_attn(node);
+    case Op::FLASH_ATTN: return true;  // VulkanBackend::supports: it depends on the device
     case Op::SSM_CONV:
     case Op::GATED_DELTA_RULE: return supports_ssm(node);
   }
@@ -193,11 +193,12 @@ class VulkanBackend final : public Backend {
     if (node.op == Op::RMS_NORM || node.op == Op::L2_NORM)
       return dev_->subgroup_ops(VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
              supports_node(node);
+    if (node.op == Op::FLASH_ATTN) return supports_flash_attn(*dev_, node);
     return supports_node(node);
   }
   size_t workspace_size(const Tensor& node) const override {
     if (node.op == Op::ROPE) return rope_workspace(node);
-    if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(node);
+    if (node.op == Op::FLASH_ATTN) return flash_attn_workspace(*dev_, node);
     if (node.op == Op::GATED_DELTA_RULE) return gdr_chunked_workspace(node);
     if (node.op == Op::ARGMAX) return reduce_workspace(node);
     if (node.op == Op::MUL_MAT) return matmul_workspace(*dev_, node);

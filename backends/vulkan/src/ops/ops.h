@@ -72,8 +72,8 @@ void mul_mat(Recorder& rec, const Tensor& node);
 size_t matmul_workspace(const Device& dev, const Tensor& node);
 
 // attention.cpp: FLASH_ATTN (its workspace holds the scores).
-bool supports_flash_attn(const Tensor& node);
-size_t flash_attn_workspace(const Tensor& node);
+bool supports_flash_attn(const Device& dev, const Tensor& node);
+size_t flash_attn_workspace(const Device& dev, const Tensor& node);
 void flash_attn(Recorder& rec, const Tensor& node);
 
 }  // namespace gl::vulkan
