@@ -223,8 +223,9 @@ int wrong_picks(Backend& be, std::string_view what) {
   return wrong;
 }
 
-// The prefill product tests' shape (k is not a multiple of the 32-wide k slab, n and m are not
-// multiples of the output tiles) and operands: smooth weights [k, n] and activations [k, m].
+// The prefill product tests' shape (k is not a multiple of any shader's k slab: 32 for gemm.comp,
+// 48 and 64 for gemm_coop.comp; n and m are not multiples of the output tiles) and operands:
+// smooth weights [k, n] and activations [k, m].
 constexpr int64_t kProductK = 328, kProductN = 150, kProductM = 200;
 
 std::pair<std::vector<float>, std::vector<float>> product_inputs() {

@@ -3,7 +3,8 @@
 //   gemm.comp   MUL_MAT with more than kGemvRows activation rows (prefill): shared-memory tiles;
 //               gemm_coop.comp (or its 64 x 64 variant) instead for F16/BF16 weights and F32
 //               activations in 16-byte rows where tensor cores are offered (and the driver builds
-//               its pipelines);
+//               its pipelines); with at most kSplitMaxN weight rows, K is split into parts whose
+//               sums a second dispatch adds (the node's workspace holds them);
 //   gemv.comp   MUL_MAT with 1..kGemvRows rows (decode, verify) where the weight rows can be read
 //               in aligned 16-byte chunks and the device has subgroup arithmetic: 1 or 2
 //               weight rows per work group (`gemv`, `gemv2` and its variants; gemv_rows and
