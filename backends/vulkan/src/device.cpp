@@ -63,6 +63,12 @@ VkPhysicalDeviceSubgroupProperties subgroup_properties(VkPhysicalDevice d) {
   return sg;
 }
 
+VkPhysicalDeviceProperties properties(VkPhysicalDevice d) {
+  VkPhysicalDeviceProperties p{};
+  vkGetPhysicalDeviceProperties(d, &p);
+  return p;
+}
+
 bool has_extension(VkPhysicalDevice d, const char* name) {
   uint32_t n = 0;
   if (vkEnumerateDeviceExtensionProperties(d, nullptr, &n, nullptr) != VK_SUCCESS) return false;
@@ -78,9 +84,7 @@ bool has_extension(VkPhysicalDevice d, const char* name) {
 // matrices.
 bool coop_basics(VkPhysicalDevice d, void* coop_features) {
   if (subgroup_properties(d).subgroupSize != 32) return false;
-  VkPhysicalDeviceProperties p{};
-  vkGetPhysicalDeviceProperties(d, &p);
-  const VkPhysicalDeviceLimits& l = p.limits;
+  const VkPhysicalDeviceLimits l = properties(d).limits;
   if (l.maxComputeWorkGroupInvocations < 512 || l.maxComputeWorkGroupSize[0] < 512 ||
       l.maxComputeSharedMemorySize < 43024)
     return false;
@@ -138,12 +142,6 @@ bool has_khr_coop_matrix(VkInstance inst, VkPhysicalDevice d) {
     return is_gemm_coop_shape(p.MSize, p.NSize, p.KSize, p.AType == kKhrFloat16 && p.BType == kKhrFloat16,
                               p.CType == kKhrFloat32 && p.ResultType == kKhrFloat32, p.scope == kKhrScopeSubgroup);
   });
-}
-
-VkPhysicalDeviceProperties properties(VkPhysicalDevice d) {
-  VkPhysicalDeviceProperties p{};
-  vkGetPhysicalDeviceProperties(d, &p);
-  return p;
 }
 
 // The requested index, or the first discrete GPU, else the first integrated, else device 0.
