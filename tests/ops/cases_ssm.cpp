@@ -55,19 +55,21 @@ void add_ssm_conv(std::vector<OpCase>& out) {
 struct GdrShape {
   int64_t dk, dv, hk, hv, t;
   int n_states;
+  DType qkv = DType::F32;  // of q, k and v
 };
 
 // Model-like inputs: unit-norm keys, queries scaled by 1/sqrt(Dk), g <= 0, beta in (0, 1).
 OpCase gdr_case(GdrShape s) {
-  const std::string name =
+  std::string name =
       fmt::format("gated_delta_rule_T{}_Hk{}_Hv{}_Dk{}_Dv{}_s{}", s.t, s.hk, s.hv, s.dk, s.dv, s.n_states);
+  if (s.qkv != DType::F32) name += fmt::format("_qkv_{}", dtype_name(s.qkv));
   return {.name = name,
           .op = Op::GATED_DELTA_RULE,
           .build =
               [s](In& in) {
-                Tensor* q = in.input(DType::F32, {s.dk, s.hk, s.t}, Fill::unit_rows(1.0 / std::sqrt(double(s.dk))));
-                Tensor* k = in.input(DType::F32, {s.dk, s.hk, s.t}, Fill::unit_rows(1.0));
-                Tensor* v = in.input(DType::F32, {s.dv, s.hv, s.t});
+                Tensor* q = in.input(s.qkv, {s.dk, s.hk, s.t}, Fill::unit_rows(1.0 / std::sqrt(double(s.dk))));
+                Tensor* k = in.input(s.qkv, {s.dk, s.hk, s.t}, Fill::unit_rows(1.0));
+                Tensor* v = in.input(s.qkv, {s.dv, s.hv, s.t});
                 Tensor* g = in.input(DType::F32, {s.hv, s.t}, Fill::range(-1.0, -0.02));
                 Tensor* beta = in.input(DType::F32, {s.hv, s.t}, Fill::range(0.05, 0.95));
                 Tensor* state = in.input(DType::F32, {s.dv, s.dk, s.hv}, Fill::nonzero(0.01, 0.1));
@@ -114,6 +116,9 @@ void add_gdr(std::vector<OpCase>& out) {
   out.push_back(gdr_fused_views_case(100, 1));
   out.push_back(gdr_case({256, 32, 1, 1, 70, 1}));   // the largest Dk the CUDA kernels take
   out.push_back(gdr_case({16, 16, 1, 2, 1100, 1}));  // long: CUDA runs it in passes of 1024 tokens
+  // 16-bit q, k and v (Vulkan's chunked form has a separate shader for F32 ones).
+  out.push_back(gdr_case({128, 128, 2, 4, 100, 1, DType::F16}));
+  out.push_back(gdr_case({40, 72, 3, 3, 77, 1, DType::BF16}));
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ GL_VK_SPV(gemm_coop64_f)
 GL_VK_SPV(gdr)
 GL_VK_SPV(gdr_split)
 GL_VK_SPV(gdr_prep)
+GL_VK_SPV(gdr_prep_f32)
 GL_VK_SPV(gdr_scan)
 GL_VK_SPV(flash_attn)
 GL_VK_SPV(flash_attn_rows)
@@ -70,6 +71,7 @@ std::span<const uint32_t> spirv(Shader s) {
     case Shader::GDR: return {gl_vk_spv_gdr, gl_vk_spv_gdr_words};
     case Shader::GDR_SPLIT: return {gl_vk_spv_gdr_split, gl_vk_spv_gdr_split_words};
     case Shader::GDR_PREP: return {gl_vk_spv_gdr_prep, gl_vk_spv_gdr_prep_words};
+    case Shader::GDR_PREP_F32: return {gl_vk_spv_gdr_prep_f32, gl_vk_spv_gdr_prep_f32_words};
     case Shader::GDR_SCAN: return {gl_vk_spv_gdr_scan, gl_vk_spv_gdr_scan_words};
     case Shader::FLASH_ATTN: return {gl_vk_spv_flash_attn, gl_vk_spv_flash_attn_words};
     case Shader::FLASH_ATTN_ROWS: return {gl_vk_spv_flash_attn_rows, gl_vk_spv_flash_attn_rows_words};
@@ -106,6 +108,7 @@ const char* shader_name(Shader s) {
     case Shader::GDR: return "gdr";
     case Shader::GDR_SPLIT: return "gdr_split";
     case Shader::GDR_PREP: return "gdr_prep";
+    case Shader::GDR_PREP_F32: return "gdr_prep_f32";
     case Shader::GDR_SCAN: return "gdr_scan";
     case Shader::FLASH_ATTN: return "flash_attn";
     case Shader::FLASH_ATTN_ROWS: return "flash_attn_rows";

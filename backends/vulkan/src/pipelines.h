@@ -45,6 +45,7 @@ enum class Shader : uint8_t {
   GDR,
   GDR_SPLIT,
   GDR_PREP,
+  GDR_PREP_F32,  // F32 q, k and v
   GDR_SCAN,
   FLASH_ATTN,
   FLASH_ATTN_ROWS,

@@ -92,10 +92,12 @@ void gated_delta_rule_chunked(Recorder& rec, const Tensor& node) {
   const Operand ws = workspace(rec, node);
   const int64_t n_tokens = in[0].ne[2], dk = in[0].ne[0], dv = in[2].ne[0], hv = in[2].ne[1];
   const auto snap_off = static_cast<uint32_t>(d.offset + dv * hv * n_tokens);
+  const bool f32 = in[0].type == TYPE_F32 && in[1].type == TYPE_F32 && in[2].type == TYPE_F32;
+  const Shader prep_shader = f32 ? Shader::GDR_PREP_F32 : Shader::GDR_PREP;
   for (int64_t t_begin = 0; t_begin < n_tokens; t_begin += kPassTokens) {
     const int64_t n = std::min(kPassTokens, n_tokens - t_begin);
     const PrepPush pp = prep_push(in, ws, t_begin, n);
-    rec.dispatch(Shader::GDR_PREP, {in[0], in[1], in[2], in[3], in[4], ws}, &pp, sizeof pp,
+    rec.dispatch(prep_shader, {in[0], in[1], in[2], in[3], in[4], ws}, &pp, sizeof pp,
                  static_cast<uint32_t>(hv) * pp.n_chunks);
     // The first pass reads the input state; later ones the state the last pass wrote into d.
     ScanPush sp{};
