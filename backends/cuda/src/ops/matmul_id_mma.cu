@@ -26,12 +26,16 @@ namespace {
 
 namespace wmma = nvcuda::wmma;
 
-constexpr int kBM = 64;        // slots per output tile (= kMmaTileRows)
+constexpr int kBM = kMmaTileRows;  // slots per output tile
 constexpr int kBN = 64;        // weight rows per output tile
 constexpr int kBK = 32;        // K staged per step
 constexpr int kLd = kBK + 8;   // padded smem row (elements): no bank conflicts on fragment loads
 constexpr int kLdC = kBN + 4;  // padded F32 output row
-constexpr int kThreads = 128;  // 4 warps, 2 x 2 over the tile, 32 x 32 each
+constexpr int kThreads = 128;  // 4 warps, 2 x 2 over the tile
+constexpr int kWM = kBM / 2;   // a warp's slots
+constexpr int kWN = kBN / 2;   // a warp's weight rows
+constexpr int kFM = kWM / 16;  // its 16 x 16 fragments along the slots
+constexpr int kFN = kWN / 16;  // and along the weight rows
 static_assert(kBM == kMmaTileRows, "one output tile per routed tile");
 
 // Element k of a weight row as float, through the type's traits (the reference dequantizer).
@@ -68,7 +72,8 @@ struct alignas(32) Smem {
 
 // 16-byte pieces of a staged kBK-long row: 8 MMA elements each.
 constexpr int kPieces = kBK / 8;
-constexpr int kPiecesPerThread = kBM * kPieces / kThreads;
+constexpr int kPiecesPerThread = kBM * kPieces / kThreads;   // of the activations
+constexpr int kWPiecesPerThread = kBN * kPieces / kThreads;  // of F16 / BF16 weights
 
 __device__ __forceinline__ uint4 load16(const void* p) { return *static_cast<const uint4*>(p); }
 __device__ __forceinline__ void store16(void* p, uint4 v) { *static_cast<uint4*>(p) = v; }
@@ -101,10 +106,10 @@ struct AStage {
 // The weights of one step, by how the type is stored (BStage). F16 / BF16: 16-byte pieces as they are.
 template <class T>
 struct PlainStage {
-  uint4 v[kPiecesPerThread];
+  uint4 v[kWPiecesPerThread];
   __device__ void load(const MmaArgs& p, const char* wexp, int64_t n0, int64_t k0) {
 #pragma unroll
-    for (int j = 0; j < kPiecesPerThread; ++j) {
+    for (int j = 0; j < kWPiecesPerThread; ++j) {
       const int q = static_cast<int>(threadIdx.x) + j * kThreads, r = q / kPieces;
       const int64_t k = k0 + 8 * (q % kPieces);
       const bool live = n0 + r < p.n && k < p.k;
@@ -113,7 +118,7 @@ struct PlainStage {
   }
   __device__ void store(const MmaArgs&, Smem<T>& s) const {
 #pragma unroll
-    for (int j = 0; j < kPiecesPerThread; ++j) {
+    for (int j = 0; j < kWPiecesPerThread; ++j) {
       const int q = static_cast<int>(threadIdx.x) + j * kThreads;
       store16(s.in.b + (q / kPieces) * kLd + 8 * (q % kPieces), v[j]);
     }
@@ -202,24 +207,27 @@ using BStage = std::conditional_t<WT == DType::F16 || WT == DType::BF16, PlainSt
 
 using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
-// The warp's 32 x 32 share of the output tile over one staged K step.
+// The warp's kWM x kWN share of the output tile over one staged K step.
 template <class T>
-__device__ void mma_step(const MmaArgs& p, const Smem<T>& s, int wm, int wn, Acc (&acc)[2][2]) {
+__device__ void mma_step(const MmaArgs& p, const Smem<T>& s, int wm, int wn, Acc (&acc)[kFM][kFN]) {
 #pragma unroll
   for (int ks = 0; ks < kBK; ks += 16) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[2], a_lo[2];
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b[2], b_lo[2];
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[kFM], a_lo[kFM];
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b[kFN], b_lo[kFN];
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      wmma::load_matrix_sync(a[i], s.in.a + (wm * 32 + i * 16) * kLd + ks, kLd);
-      if (p.split_x) wmma::load_matrix_sync(a_lo[i], s.in.a_lo + (wm * 32 + i * 16) * kLd + ks, kLd);
-      wmma::load_matrix_sync(b[i], s.in.b + (wn * 32 + i * 16) * kLd + ks, kLd);
-      if (p.split_w) wmma::load_matrix_sync(b_lo[i], s.in.b_lo + (wn * 32 + i * 16) * kLd + ks, kLd);
+    for (int i = 0; i < kFM; ++i) {
+      wmma::load_matrix_sync(a[i], s.in.a + (wm * kWM + i * 16) * kLd + ks, kLd);
+      if (p.split_x) wmma::load_matrix_sync(a_lo[i], s.in.a_lo + (wm * kWM + i * 16) * kLd + ks, kLd);
     }
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < kFN; ++j) {
+      wmma::load_matrix_sync(b[j], s.in.b + (wn * kWN + j * 16) * kLd + ks, kLd);
+      if (p.split_w) wmma::load_matrix_sync(b_lo[j], s.in.b_lo + (wn * kWN + j * 16) * kLd + ks, kLd);
+    }
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
+    for (int i = 0; i < kFM; ++i)
+#pragma unroll
+      for (int j = 0; j < kFN; ++j) {
         wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
         if (p.split_x) wmma::mma_sync(acc[i][j], a_lo[i], b[j], acc[i][j]);
         if (p.split_w) wmma::mma_sync(acc[i][j], a[i], b_lo[j], acc[i][j]);
@@ -229,12 +237,14 @@ __device__ void mma_step(const MmaArgs& p, const Smem<T>& s, int wm, int wn, Acc
 
 // The output tile through shared memory to its slots' rows (a warp stores 32 adjacent outputs).
 template <class T>
-__device__ void store_tile(const MmaArgs& p, Smem<T>& s, int wm, int wn, Acc (&acc)[2][2], int64_t n0, int count) {
+__device__ void store_tile(const MmaArgs& p, Smem<T>& s, int wm, int wn, Acc (&acc)[kFM][kFN], int64_t n0,
+                           int count) {
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < kFM; ++i)
 #pragma unroll
-    for (int j = 0; j < 2; ++j)
-      wmma::store_matrix_sync(s.c + (wm * 32 + i * 16) * kLdC + wn * 32 + j * 16, acc[i][j], kLdC, wmma::mem_row_major);
+    for (int j = 0; j < kFN; ++j)
+      wmma::store_matrix_sync(s.c + (wm * kWM + i * 16) * kLdC + wn * kWN + j * 16, acc[i][j], kLdC,
+                              wmma::mem_row_major);
   __syncthreads();
   for (int e = static_cast<int>(threadIdx.x); e < kBM * kBN; e += kThreads) {
     const int r = e / kBN, c = e % kBN;
@@ -262,11 +272,11 @@ __global__ void __launch_bounds__(kThreads) moe_mma_kernel(MmaArgs p) {
     }
     __syncthreads();
 
-    Acc acc[2][2];
+    Acc acc[kFM][kFN];
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < kFM; ++i)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+      for (int j = 0; j < kFN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
     AStage<T> a;
     BStage<WT, T> b;
     a.load(p, s, 0, count);

@@ -27,7 +27,7 @@ inline constexpr int kWarp = 32;
 // Activation rows one GEMV pass handles; more go to cuBLAS (mul_mat) or to row tiles (mul_mat_id).
 inline constexpr int kGemvMaxRows = 8;
 // Slots per routed tile of mul_mat_id's tensor-core path (matmul_id_mma.cu).
-inline constexpr int kMmaTileRows = 64;
+inline constexpr int kMmaTileRows = 32;
 // The most blocks a launch puts along y (CUDA's limit); kernels loop over the rest.
 inline constexpr int64_t kMaxGridY = 65535;
 
