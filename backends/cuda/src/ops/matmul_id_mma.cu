@@ -57,12 +57,16 @@ struct MmaArgs {
   bool split_w;  // EXACT with a quantized type: the weights' residue as a third
 };
 
+constexpr int kRawWords = 17;  // 16-bit words of a Q8_0 block (34 bytes)
+constexpr int kRawLd = 18;     // per staged row: 4-byte aligned rows
+
 // The shared tiles of one K step, and the F32 output tile after the last (the same memory).
 template <class T>
 struct alignas(32) Smem {
   union {
     struct {
       T a[kBM * kLd], a_lo[kBM * kLd], b[kBN * kLd], b_lo[kBN * kLd];
+      uint16_t raw[kBN * kRawLd];  // Q8_0: the step's blocks as read (Q8_0Stage)
     } in;
     float c[kBM * kLdC];
   };
@@ -167,39 +171,65 @@ struct QuantStage {
   }
 };
 
-// Q8_0: each thread reads half a block of one row, its 16 quants as 16-bit words and the block's
-// scale, and decodes them when it stages them: the traits' values (d * q is exact in F32) from 9
-// reads instead of QuantStage's 32 single-element ones, which kept the L1 95% busy (ncu: 35B-A3B
-// gate product at pp512, s16).
+// Q8_0 in two phases. Loading, the block's threads read the step's 64 blocks (one per weight row,
+// 34 bytes) as 16-bit words in order, so that a warp's read covers two rows, not 16; staging, the
+// words go to shared memory, and after a barrier (decode) each thread decodes half a block of one
+// row: the traits' values (d * q is exact in F32), rounded as QuantStage rounds them. Reading each
+// thread's own half block (16 quants in 8 reads and the scale) spread a warp's reads over 16 rows
+// and kept the L1 busy (ncu: 98%); single-element reads through the traits, 32 a thread, ran at a
+// third of that speed (s16).
 struct Q8_0Stage {
   using Q = QuantTraits<DType::Q8_0>;
-  static_assert(kBK == Q::kBlock && kBN * kBK / kThreads == 16, "a step is one block, half a block a thread");
-  uint32_t q[4];
-  float d;
+  static constexpr bool kDecode = true;
+  static constexpr int kWords = kBN * kRawWords;
+  static constexpr int kPerThread = (kWords + kThreads - 1) / kThreads;
+  static_assert(kBK == Q::kBlock && Q::kBlockBytes == 2 * kRawWords && kBN * kBK / kThreads == 16,
+                "a step is one block a row, half a block a thread");
+  uint32_t w[kPerThread];
   __device__ void load(const MmaArgs& p, const char* wexp, int64_t n0, int64_t k0) {
-    const int r = static_cast<int>(threadIdx.x) / 2;
-    const bool live = n0 + r < p.n && k0 < p.k;
-    const char* blk = wexp + (live ? n0 + r : 0) * p.w_nb1 + (live ? k0 / Q::kBlock : 0) * Q::kBlockBytes;
-    const auto* u = reinterpret_cast<const uint16_t*>(Q::quants(blk) + 16 * (threadIdx.x % 2));
 #pragma unroll
-    for (int i = 0; i < 4; ++i) q[i] = u[2 * i] | static_cast<uint32_t>(u[2 * i + 1]) << 16;
-    d = live ? Q::scale(blk) : 0.0f;
+    for (int i = 0; i < kPerThread; ++i) {
+      const int j = static_cast<int>(threadIdx.x) + i * kThreads, r = min(j, kWords - 1) / kRawWords;
+      const bool live = n0 + r < p.n && k0 < p.k;  // else row 0's first block: read, never stored
+      const char* blk = wexp + (live ? n0 + r : 0) * p.w_nb1 + (live ? k0 / Q::kBlock : 0) * Q::kBlockBytes;
+      w[i] = reinterpret_cast<const uint16_t*>(blk)[min(j, kWords - 1) % kRawWords];
+    }
   }
-  __device__ void store(const MmaArgs& p, Smem<__half>& s) const {
-    const int at = (static_cast<int>(threadIdx.x) / 2) * kLd + 16 * (threadIdx.x % 2);
+  __device__ void store(const MmaArgs&, Smem<__half>& s) const {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < kPerThread; ++i) {
+      const int j = static_cast<int>(threadIdx.x) + i * kThreads;
+      if (j < kWords) s.in.raw[(j / kRawWords) * kRawLd + j % kRawWords] = static_cast<uint16_t>(w[i]);
+    }
+  }
+  __device__ static void decode(const MmaArgs& p, Smem<__half>& s) {
+    const int r = static_cast<int>(threadIdx.x) / 2, h = static_cast<int>(threadIdx.x) % 2;
+    const uint16_t* blk = s.in.raw + r * kRawLd;
+    const float d = __half2float(__ushort_as_half(blk[0]));
+    const int at = r * kLd + 16 * h;
+#pragma unroll
+    for (int g = 0; g < 2; ++g) {
       float v[8];
 #pragma unroll
-      for (int e = 0; e < 8; ++e)
-        v[e] = d * static_cast<float>(static_cast<int8_t>((q[2 * h + e / 4] >> (8 * (e % 4))) & 0xffu));
+      for (int e = 0; e < 8; e += 2) {
+        const uint16_t u = blk[1 + 8 * h + 4 * g + e / 2];
+        v[e] = d * static_cast<float>(static_cast<int8_t>(u & 0xffu));
+        v[e + 1] = d * static_cast<float>(static_cast<int8_t>(u >> 8));
+      }
       uint4 hi, lo;
       round8(v, hi, lo);
-      store16(s.in.b + at + 8 * h, hi);
-      if (p.split_w) store16(s.in.b_lo + at + 8 * h, lo);
+      store16(s.in.b + at + 8 * g, hi);
+      if (p.split_w) store16(s.in.b_lo + at + 8 * g, lo);
     }
   }
 };
+
+// Whether the weight stage decodes from shared memory after a barrier.
+template <class B>
+constexpr bool decodes() {
+  if constexpr (requires { B::kDecode; }) return B::kDecode;
+  return false;
+}
 
 template <DType WT, class T>
 using BStage = std::conditional_t<WT == DType::F16 || WT == DType::BF16, PlainStage<T>,
@@ -284,6 +314,10 @@ __global__ void __launch_bounds__(kThreads) moe_mma_kernel(MmaArgs p) {
     for (int64_t k0 = 0; k0 < p.k; k0 += kBK) {
       a.store(p, s);
       b.store(p, s);
+      if constexpr (decodes<BStage<WT, T>>()) {
+        __syncthreads();
+        BStage<WT, T>::decode(p, s);
+      }
       __syncthreads();
       if (k0 + kBK < p.k) {
         a.load(p, s, k0 + kBK, count);
