@@ -27,15 +27,15 @@ namespace {
 namespace wmma = nvcuda::wmma;
 
 constexpr int kBM = kMmaTileRows;  // slots per output tile
-constexpr int kBN = 64;        // weight rows per output tile
-constexpr int kBK = 32;        // K staged per step
-constexpr int kLd = kBK + 8;   // padded smem row (elements): no bank conflicts on fragment loads
-constexpr int kLdC = kBN + 4;  // padded F32 output row
-constexpr int kThreads = 128;  // 4 warps, 2 x 2 over the tile
-constexpr int kWM = kBM / 2;   // a warp's slots
-constexpr int kWN = kBN / 2;   // a warp's weight rows
-constexpr int kFM = kWM / 16;  // its 16 x 16 fragments along the slots
-constexpr int kFN = kWN / 16;  // and along the weight rows
+constexpr int kBN = 64;            // weight rows per output tile
+constexpr int kBK = 32;            // K staged per step
+constexpr int kLd = kBK + 8;       // padded smem row (elements): no bank conflicts on fragment loads
+constexpr int kLdC = kBN + 4;      // padded F32 output row
+constexpr int kThreads = 128;      // 4 warps, 2 x 2 over the tile
+constexpr int kWM = kBM / 2;       // a warp's slots
+constexpr int kWN = kBN / 2;       // a warp's weight rows
+constexpr int kFM = kWM / 16;      // its 16 x 16 fragments along the slots
+constexpr int kFN = kWN / 16;      // and along the weight rows
 static_assert(kBM == kMmaTileRows, "one output tile per routed tile");
 
 // Element k of a weight row as float, through the type's traits (the reference dequantizer).
@@ -267,8 +267,7 @@ __device__ void mma_step(const MmaArgs& p, const Smem<T>& s, int wm, int wn, Acc
 
 // The output tile through shared memory to its slots' rows (a warp stores 32 adjacent outputs).
 template <class T>
-__device__ void store_tile(const MmaArgs& p, Smem<T>& s, int wm, int wn, Acc (&acc)[kFM][kFN], int64_t n0,
-                           int count) {
+__device__ void store_tile(const MmaArgs& p, Smem<T>& s, int wm, int wn, Acc (&acc)[kFM][kFN], int64_t n0, int count) {
 #pragma unroll
   for (int i = 0; i < kFM; ++i)
 #pragma unroll
