@@ -9,8 +9,8 @@
 // gdr_chunk.glsl's). The solve is a forward substitution, one column of [K | V] per invocation.
 // Compiled with F32_QKV (gdr_prep_f32, for F32 q, k and v) the reads index the f32 arrays
 // directly: the per-element type switch of load_q/k/v made each read wait for the one before
-// (H100, 9B at 512 tokens: 738 -> 452 us a layer, s16.md). Reads past the chunk's tokens load
-// its last token and are zeroed after, so no load sits under a bounds branch.
+// (H100, 9B at 512 tokens: 738 -> 452 us a layer, s16.md). The Gram tiles and the solve read
+// past the chunk's tokens at its last token and zero the value after, not under a bounds branch.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "gdr_chunk.glsl"

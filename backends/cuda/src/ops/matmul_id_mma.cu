@@ -3,7 +3,7 @@
 //
 // Why: with many tokens the expert products are compute-bound, and the GEMV tiles of
 // matmul_gemv.cu ran them on CUDA cores (35B-A3B Q8_0, pp512 on the H200: 2.0 ms per gate or up
-// product, ~4 TFLOP/s). Here a block multiplies a 64-slot x 64-weight-row output tile with WMMA
+// product, ~4 TFLOP/s). Here a block multiplies a kBM-slot x 64-weight-row output tile with WMMA
 // 16x16x16 fragments, K in steps of 32 staged through shared memory:
 //   * activations (F32) are rounded to the MMA type; under Precision::EXACT their rounding residue
 //     is a second operand (hi + lo: ~22 significant bits), as in matmul.cu's cuBLAS path;
@@ -36,7 +36,8 @@ constexpr int kWM = kBM / 2;       // a warp's slots
 constexpr int kWN = kBN / 2;       // a warp's weight rows
 constexpr int kFM = kWM / 16;      // its 16 x 16 fragments along the slots
 constexpr int kFN = kWN / 16;      // and along the weight rows
-static_assert(kBM == kMmaTileRows, "one output tile per routed tile");
+static_assert(kBM % 32 == 0 && kBM <= kThreads, "whole 16-row fragments a warp; a thread per slot's row offset");
+static_assert(kBM * (kBK / 8) % kThreads == 0 && kBN * (kBK / 8) % kThreads == 0, "whole 16-byte pieces a thread");
 
 // Element k of a weight row as float, through the type's traits (the reference dequantizer).
 template <DType WT>
@@ -58,7 +59,7 @@ struct MmaArgs {
 };
 
 constexpr int kRawWords = 17;  // 16-bit words of a Q8_0 block (34 bytes)
-constexpr int kRawLd = 18;     // per staged row: 4-byte aligned rows
+constexpr int kRawLd = 18;     // per staged row: decode's reads at most 2-way bank conflicts (3 at 17)
 
 // The shared tiles of one K step, and the F32 output tile after the last (the same memory).
 template <class T>
@@ -174,10 +175,8 @@ struct QuantStage {
 // Q8_0 in two phases. Loading, the block's threads read the step's 64 blocks (one per weight row,
 // 34 bytes) as 16-bit words in order, so that a warp's read covers two rows, not 16; staging, the
 // words go to shared memory, and after a barrier (decode) each thread decodes half a block of one
-// row: the traits' values (d * q is exact in F32), rounded as QuantStage rounds them. Reading each
-// thread's own half block (16 quants in 8 reads and the scale) spread a warp's reads over 16 rows
-// and kept the L1 busy (ncu: 98%); single-element reads through the traits, 32 a thread, ran at a
-// third of that speed (s16).
+// row: the traits' values (d * q is exact in F32), rounded as QuantStage rounds them. Reads spread
+// over 16 rows a warp kept the L1 busy (bench/s16.md).
 struct Q8_0Stage {
   using Q = QuantTraits<DType::Q8_0>;
   static constexpr bool kDecode = true;
@@ -190,7 +189,7 @@ struct Q8_0Stage {
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int j = static_cast<int>(threadIdx.x) + i * kThreads, r = min(j, kWords - 1) / kRawWords;
-      const bool live = n0 + r < p.n && k0 < p.k;  // else row 0's first block: read, never stored
+      const bool live = n0 + r < p.n && k0 < p.k;  // else row 0's first block, for outputs never stored
       const char* blk = wexp + (live ? n0 + r : 0) * p.w_nb1 + (live ? k0 / Q::kBlock : 0) * Q::kBlockBytes;
       w[i] = reinterpret_cast<const uint16_t*>(blk)[min(j, kWords - 1) % kRawWords];
     }

@@ -28,6 +28,7 @@ inline constexpr int kWarp = 32;
 inline constexpr int kGemvMaxRows = 8;
 // Slots per routed tile of mul_mat_id's tensor-core path (matmul_id_mma.cu).
 inline constexpr int kMmaTileRows = 32;
+static_assert(kMmaTileRows > kGemvMaxRows, "matmul_id.cu tells the two tile paths apart by their rows");
 // The most blocks a launch puts along y (CUDA's limit); kernels loop over the rest.
 inline constexpr int64_t kMaxGridY = 65535;
 

@@ -74,7 +74,9 @@ PrepPush prep_push(const std::array<Operand, 5>& in, const Operand& ws, int64_t 
 
 bool gdr_chunked(const Tensor& node) {
   const Tensor& q = *node.src[0];
-  return node.p<GdrParams>().n_states == 1 && q.ne[2] >= kMinTokens && q.ne[0] % 4 == 0 && q.ne[0] <= kScanMaxDk;
+  const int64_t dv = node.src[2]->ne[0];
+  return node.p<GdrParams>().n_states == 1 && q.ne[2] >= kMinTokens && q.ne[0] > 0 && q.ne[0] % 4 == 0 &&
+         q.ne[0] <= kScanMaxDk && dv > 0;
 }
 
 size_t gdr_chunked_workspace(const Tensor& node) {
