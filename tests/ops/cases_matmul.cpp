@@ -185,6 +185,41 @@ void add_mul_mat_chain_cases(std::vector<OpCase>& out) {
   }
 }
 
+// An FFN's gate and up products of one input and their swiglu (CUDA launches the three as one GEMV
+// pair): MoE experts for 1 and 3 tokens (each slot its own GEMV), then the 2-D form at M = 1 and 4.
+// The "_all" results read gate and up again, so their stores are checked too; the others leave the
+// swiglu free to take gate's memory.
+void add_ffn_pair_cases(DType wt, std::vector<OpCase>& out) {
+  const int64_t k = dtype_traits(wt).block_size == 256 ? 256 : 96;
+  for (const int64_t t : {1, 3}) {
+    for (const bool all : {false, true}) {
+      out.push_back(
+          {.name = fmt::format("mul_mat_id_{}_K{}_N40_E6_U2_T{}_gate_up_swiglu{}", tname(wt), k, t, all ? "_all" : ""),
+           .op = Op::MUL_MAT_ID,
+           .build =
+               [=](In& in) {
+                 Tensor* x = in.input(DType::F32, {k, 1, t});
+                 Tensor* ids = in.input(DType::I32, {2, t}, Fill::ids_distinct(6));
+                 Tensor* gate = mul_mat_id(in.ctx, in.input(wt, {k, 40, 6}), x, ids);
+                 Tensor* up = mul_mat_id(in.ctx, in.input(wt, {k, 40, 6}), x, ids);
+                 Tensor* act = swiglu(in.ctx, gate, up);
+                 return all ? add(in.ctx, add(in.ctx, act, up), gate) : act;
+               },
+           .max_nmse = kNmseCpu,
+           .max_nmse_device = device_nmse(wt),
+           .max_nmse_fast = fast_nmse(wt)});
+    }
+  }
+  for (const int64_t m : {1, 4}) {
+    out.push_back(mm(wt, fmt::format("K{}_N40_M{}_gate_up_swiglu_all", k, m), [=](In& in) {
+      Tensor* x = in.input(DType::F32, {k, m});
+      Tensor* gate = mul_mat(in.ctx, in.input(wt, {k, 40}), x);
+      Tensor* up = mul_mat(in.ctx, in.input(wt, {k, 40}), x);
+      return add(in.ctx, add(in.ctx, swiglu(in.ctx, gate, up), up), gate);
+    }));
+  }
+}
+
 // The llama.cpp quant family (exact on the CPU: weights decoded by the reference dequantizer, F32
 // activations). K covers whole blocks: 3 blocks of 32 (a partial decode chunk) or 2 super-blocks
 // of 256. M = 1 and 3 read the weights in place, M = 7 converts them into scratch first.
@@ -289,6 +324,7 @@ std::vector<OpCase> matmul_cases() {
   for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_cases(wt, out);
   add_mul_mat_f32_only(out);
   add_mul_mat_chain_cases(out);
+  for (DType wt : {DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_NL}) add_ffn_pair_cases(wt, out);
   for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_id_cases(wt, out);
   for (DType wt : kQuantFamily) add_quant_family_cases(wt, out);
   for (DType wt : kQuantFamily) add_quant_family_device_cases(wt, out);

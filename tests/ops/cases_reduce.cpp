@@ -119,6 +119,22 @@ void add_router(std::vector<OpCase>& out) {
   }
 }
 
+// The MoE's weighted sum of its experts' rows as the model builds it (the CUDA backend fuses the
+// MUL, PERMUTE and SUM_ROWS): kNmseF32Sum (k products summed). The "_all" result reads the
+// products again, so their stores are checked too.
+void add_weighted_sum(std::vector<OpCase>& out) {
+  for (const int64_t T : {1, 3}) {
+    for (const bool all : {false, true}) {
+      push(out, fmt::format("moe_weighted_sum_h40_k8_T{}{}", T, all ? "_all" : ""), Op::SUM_ROWS, kNmseF32Sum,
+           [T, all](In& in) {
+             Tensor* prod = mul(in.ctx, in.input(DType::F32, {40, 8, T}), in.input(DType::F32, {1, 8, T}));
+             Tensor* y = reshape(in.ctx, sum_rows(in.ctx, permute(in.ctx, prod, 1, 0, 2, 3)), {40, T});
+             return all ? add(in.ctx, prod, reshape(in.ctx, y, {40, 1, T})) : y;
+           });
+    }
+  }
+}
+
 void add_sum_rows(std::vector<OpCase>& out) {
   // kNmseF32Sum: an f32 sum of the row.
   push(out, "sum_rows_f32_33x7x3", Op::SUM_ROWS, kNmseF32Sum, [](In& in) {
@@ -152,6 +168,7 @@ std::vector<OpCase> reduce_cases() {
   add_argmax(out);
   add_top_k(out);
   add_router(out);
+  add_weighted_sum(out);
   add_sum_rows(out);
   return out;
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_set>
 
 #include "buffer.cuh"
 #include "common.cuh"
@@ -312,9 +313,10 @@ class CudaBackend final : public Backend {
     q8_memo_ = {};  // what another sequence left in a workspace is not known to be there now
     ctx_.q8 = &q8_memo_;
     ctx_.written = &written_;
+    done_early_.clear();
     for (size_t i = 0; i < nodes.size(); ++i) {
       Tensor* node = nodes[i];
-      if (node->op == Op::NONE || is_view_op(node->op)) continue;
+      if (node->op == Op::NONE || is_view_op(node->op) || done_early_.count(node)) continue;
       if (prof_.enabled()) prof_.before(ctx_.stream);
       try {
         forget_overwritten_q8(*node);
@@ -330,6 +332,10 @@ class CudaBackend final : public Backend {
             for (size_t j = i + 1; j < i + fused; ++j) forget_overwritten_q8(*nodes[j]);
           i += fused - 1;
           node = nodes[i];  // launched with its predecessors; checked below as the group's last node
+        } else if (const Tensor* later = fusion_ ? gated_delta_rule_to_cache(ctx_, nodes.subspan(i)) : nullptr) {
+          written_.note(*later);  // the copy's write happened here
+          forget_overwritten_q8(*later);
+          done_early_.insert(later);
         } else {
           launch(ctx_, *node);
         }
@@ -363,6 +369,7 @@ class CudaBackend final : public Backend {
   // when the first node runs on its own.
   size_t fuse(std::span<Tensor* const> nodes) {
     if (!fusion_ || nodes.size() < 2) return 0;
+    if (const int n = mul_mat_pair(ctx_, nodes)) return static_cast<size_t>(n);
     if (const int n = mul_mat_chain(ctx_, nodes)) return static_cast<size_t>(n);
     auto after = [&](size_t n) { return nodes.size() > n ? nodes[n] : nullptr; };
     if (nodes.size() >= 3 && norm_add_mul(ctx_, *nodes[0], *nodes[1], *nodes[2], after(3))) return 3;
@@ -370,6 +377,7 @@ class CudaBackend final : public Backend {
     if (norm_mul(ctx_, *nodes[0], *nodes[1], after(2))) return 2;
     if (softmax_top_k(ctx_, *nodes[0], *nodes[1])) return 2;
     if (const int n = expert_weights(ctx_, nodes)) return static_cast<size_t>(n);
+    if (const int n = weighted_sum(ctx_, nodes)) return static_cast<size_t>(n);
     return static_cast<size_t>(elementwise_chain(ctx_, nodes));
   }
 
@@ -410,6 +418,7 @@ class CudaBackend final : public Backend {
   GraphCache graphs_;
   Staging staging_;
   bool fusion_ = fusion_enabled();
+  std::unordered_set<const Tensor*> done_early_;  // later nodes an earlier launch did (launch_all)
   Profiler prof_;
   void* cublas_workspace_ = nullptr;
   std::string last_first_, last_last_;  // see remember_split()

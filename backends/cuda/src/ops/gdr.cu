@@ -29,7 +29,8 @@ constexpr int64_t kChunkedMinTokens = 32;
 struct GdrArgs {
   TView q, k, v, g, beta, state;
   int64_t dk, hk, dv, hv, n_tokens, n_states;
-  float* out;  // o [Dv, Hv, T], then n_states states [Dv, Dk, Hv]
+  float* out;              // o [Dv, Hv, T], then n_states states [Dv, Dk, Hv]
+  float* cache = nullptr;  // also the last state here (dense [Dv, Dk, Hv]: the state read, in place)
 };
 
 __device__ __forceinline__ float at(const TView& t, int64_t i0, int64_t i1, int64_t i2) {
@@ -117,6 +118,11 @@ __global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a) {
       for (int i = 0; i < kRows; ++i)
         if (ik0 + i < a.dk) snap[(ik0 + i) * a.dv + iv] = s[i];
     }
+    if (a.cache && t == a.n_tokens - 1 && owns_col) {  // the elements this thread read at the start
+#pragma unroll
+      for (int i = 0; i < kRows; ++i)
+        if (ik0 + i < a.dk) a.cache[(j * a.dk + ik0 + i) * a.dv + iv] = s[i];
+    }
     cur = next;
   }
 }
@@ -149,7 +155,9 @@ size_t gated_delta_rule_workspace(const Tensor& dst) {
   return takes_chunked(dst) ? gated_delta_rule_chunked_workspace(dst) : 0;
 }
 
-void gated_delta_rule(const Ctx& ctx, Tensor& dst) {
+namespace {
+
+void run_gdr(const Ctx& ctx, Tensor& dst, float* cache) {
   const Tensor& q = *dst.src[0];
   const Tensor& v = *dst.src[2];
   const GdrArgs a{mm::view_of(q),
@@ -164,7 +172,8 @@ void gated_delta_rule(const Ctx& ctx, Tensor& dst) {
                   v.ne[1],
                   q.ne[2],
                   dst.p<GdrParams>().n_states,
-                  static_cast<float*>(dst.data)};
+                  static_cast<float*>(dst.data),
+                  cache};
   if (a.n_tokens == 0 || a.dv == 0 || a.hv == 0) return;
   if (takes_chunked(dst)) return gated_delta_rule_chunked(ctx, dst);
   // Rows per thread: Dk split over the warps, rounded up to a power of two.
@@ -176,6 +185,42 @@ void gated_delta_rule(const Ctx& ctx, Tensor& dst) {
   if (rows <= 16) return launch<16>(ctx, a);
   if (a.dk > mm::kMaxGdrDk) fail(__FILE__, __LINE__, "gated_delta_rule", "Dk above kMaxGdrDk (supports_ssm)");
   launch<32>(ctx, a);
+}
+
+// Whether node n touches the bytes of t (reads or writes them, directly or through a view).
+bool touches(const Tensor& n, const Tensor& t) {
+  auto on_t = [&](const Tensor* x) { return x && (x == &t || (x->view_src && x->view_src == &t)); };
+  if (on_t(&n)) return true;
+  for (const Tensor* s : n.src)
+    if (on_t(s)) return true;
+  return false;
+}
+
+}  // namespace
+
+void gated_delta_rule(const Ctx& ctx, Tensor& dst) { run_gdr(ctx, dst, nullptr); }
+
+const Tensor* gated_delta_rule_to_cache(const Ctx& ctx, std::span<Tensor* const> nodes) {
+  Tensor& g = *nodes[0];
+  if (g.op != Op::GATED_DELTA_RULE || takes_chunked(g)) return nullptr;
+  const Tensor& cache = *g.src[5];
+  const Tensor& v = *g.src[2];
+  const int64_t dk = g.src[0]->ne[0], dv = v.ne[0], hv = v.ne[1], n_tokens = v.ne[2];
+  const int64_t n_states = g.p<GdrParams>().n_states;
+  if (cache.type != DType::F32 || cache.view_src || !is_contiguous(cache) || nelements(cache) != dv * dk * hv)
+    return nullptr;
+  const size_t last = static_cast<size_t>(dv * hv * n_tokens + (n_states - 1) * dv * dk * hv) * sizeof(float);
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    const Tensor& c = *nodes[i];
+    const Tensor* src = c.src[0];
+    if (c.op == Op::CPY && c.src[1] == &cache && c.data == cache.data && src && src->view_src == &g &&
+        src->view_offs == last && src->type == DType::F32 && same_shape(*src, cache) && is_contiguous(*src)) {
+      run_gdr(ctx, g, static_cast<float*>(cache.data));
+      return &c;
+    }
+    if (touches(c, cache)) return nullptr;  // read or written before the copy: the cache must wait
+  }
+  return nullptr;
 }
 
 }  // namespace gl::cuda

@@ -139,6 +139,81 @@ struct IdRows {
   }
 };
 
+// Two products of the same activations that one SWIGLU combines (an FFN's gate and up
+// projections), as one launch (gemv_mul_mat_pair, gemv_mul_mat_id_pair): a block takes R / 2 rows
+// of each weight matrix. Each row is reduced exactly as in a launch of its own (same bits); the
+// writer of output (n, m) stores gate, up and silu(gate) * up (act).
+template <class Rows>
+struct PairRows {
+  Rows gate, up, act;  // the same groups and activations; the weights (up) and outputs differ
+  __host__ __device__ int64_t count() const { return gate.count(); }
+};
+
+template <class Rows>
+inline constexpr bool kPaired = false;
+template <class Rows>
+inline constexpr bool kPaired<PairRows<Rows>> = true;
+
+// The rows that say which weights, activations and outputs a group has (a pair's: its gate's).
+template <class Rows>
+__host__ __device__ const auto& lead_rows(const Rows& rows) {
+  if constexpr (kPaired<Rows>) {
+    return rows.gate;
+  } else {
+    return rows;
+  }
+}
+
+// grp.out[i] for a runtime i, by selects (keeps grp in registers).
+template <int M>
+__device__ __forceinline__ float* pick_out(const Group<M>& grp, int i) {
+  float* out = grp.out[0];
+#pragma unroll
+  for (int j = 1; j < M; ++j)
+    if (j == i) out = grp.out[j];
+  return out;
+}
+
+// The rows of dst = w^T x, x grouped rows_per_group activation rows at a time.
+inline MulMatRows mul_mat_rows(const Tensor& w, const Tensor& x, const Tensor& dst, int rows_per_group) {
+  const int64_t m = x.ne[1];
+  return {static_cast<const char*>(w.data),
+          static_cast<int64_t>(w.nb[2]),
+          static_cast<int64_t>(w.nb[3]),
+          x.ne[2] / w.ne[2],
+          x.ne[3] / w.ne[3],
+          static_cast<const char*>(x.data),
+          static_cast<int64_t>(x.nb[1]),
+          static_cast<int64_t>(x.nb[2]),
+          static_cast<int64_t>(x.nb[3]),
+          static_cast<float*>(dst.data),
+          w.ne[1],
+          m,
+          x.ne[2],
+          x.ne[3],
+          ceil_div<int64_t>(m, rows_per_group)};
+}
+
+// The rows of dst = mul_mat_id(experts, x, ids): a slot each (tiles == nullptr), or routed tiles.
+inline IdRows id_rows(const Tensor& experts, const Tensor& x, const Tensor& ids, const Tensor& dst,
+                      const IdTiles* tiles) {
+  return {static_cast<const char*>(experts.data),
+          static_cast<int64_t>(experts.nb[2]),
+          experts.ne[2],
+          static_cast<const char*>(x.data),
+          static_cast<int64_t>(x.nb[1]),
+          static_cast<int64_t>(x.nb[2]),
+          x.ne[1],
+          static_cast<const char*>(ids.data),
+          static_cast<int64_t>(ids.nb[0]),
+          static_cast<int64_t>(ids.nb[1]),
+          ids.ne[0],
+          ids.ne[1],
+          static_cast<float*>(dst.data),
+          experts.ne[1],
+          tiles ? *tiles : IdTiles{}};
+}
+
 // ---- the kernel ----------------------------------------------------------------------------------
 
 // What happens to a finished output besides its store: nothing, or an elementwise chain over the
@@ -421,7 +496,8 @@ constexpr int kThreadChunks = std::is_same_v<Act, Q8Act>&& ActChunk<WT, Act>::E 
 // wait, 135-140 vs 151 tok/s; loading the first weight chunks into registers before it, 167 vs 171
 // tok/s and verify 1.89x vs 1.71x a decode step: 128 registers instead of 96.)
 template <class Act, class Rows>
-constexpr bool kEarlyWeights = std::is_same_v<Act, Q8Act>&& std::is_same_v<Rows, MulMatRows>;
+constexpr bool kEarlyWeights = std::is_same_v<Act, Q8Act> &&
+                               (std::is_same_v<Rows, MulMatRows> || std::is_same_v<Rows, PairRows<MulMatRows>>);
 
 // Row r of the block's R weight rows (past the matrix: its last row, read and never stored).
 template <int R>
@@ -447,14 +523,24 @@ __device__ __forceinline__ void prefetch_rows(const MulMatRows& rows, const WDes
   }
 }
 
+// A pair's: R / 2 rows of each weight matrix.
+template <int M, int R>
+__device__ __forceinline__ void prefetch_rows(const PairRows<MulMatRows>& rows, const WDesc& w, int64_t n0) {
+  prefetch_rows<M, R / 2>(rows.gate, w, n0);
+  prefetch_rows<M, R / 2>(rows.up, w, n0);
+}
+
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows rows, Epi epi) {
   using C = ActChunk<WT, Act>;
+  constexpr bool kPair = kPaired<Rows>;
+  constexpr int RO = kPair ? R / 2 : R;  // output rows of each weight matrix
+  static_assert(!kPair || (R % 2 == 0 && std::is_same_v<Epi, NoEpilogue>), "a pair: R / 2 rows of each");
   __shared__ float red[kMaxThreads / kWarp][R * M];
   const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
   const int n_warps = static_cast<int>(blockDim.x) / kWarp;
   const int64_t n_chunks = ceil_div<int64_t>(w.k, C::E);
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * R;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * RO;
 
   // Launched as a programmatic dependent (launch_rows): the block is resident and set up while the
   // previous kernel finishes, and waits here before reading anything an earlier kernel wrote.
@@ -464,23 +550,37 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
 
   for (int64_t g = blockIdx.y; g < rows.count(); g += gridDim.y) {
     Group<M> grp;
-    if (!rows.template resolve<M>(g, grp)) continue;  // uniform across the block
-    // Thread tid < R * M finishes output (weight row n0 + tid / M, activation row tid % M).
+    if (!lead_rows(rows).template resolve<M>(g, grp)) continue;  // uniform across the block
+    [[maybe_unused]] Group<M> up, act;
+    if constexpr (kPair) {
+      rows.up.template resolve<M>(g, up);
+      rows.act.template resolve<M>(g, act);
+    }
+    // Thread tid < RO * M finishes output (weight row n0 + tid / M, activation row tid % M).
     const int out_r = tid / M, out_i = tid % M;
-    float* out = grp.out[0];
-#pragma unroll
-    for (int i = 1; i < M; ++i)
-      if (i == out_i) out = grp.out[i];  // select, not a dynamic index (keeps grp in registers)
-    const bool writes = tid < R * M && n0 + out_r < w.n && out_i < grp.count;
+    float* out = pick_out(grp, out_i);
+    const bool writes = tid < RO * M && n0 + out_r < w.n && out_i < grp.count;
     [[maybe_unused]] float epi_in[kMaxChain];  // the epilogue's operands, fetched while the weights stream
     if constexpr (!std::is_same_v<Epi, NoEpilogue>)
       if (writes) chain_fetch(epi, n0 + out_r, grp.row0 + out_i, 0, 0, epi_in);
     if (grp.bad_expert) {
-      if (writes) out[n0 + out_r] = __int_as_float(0x7fc00000);
+      if (writes) {
+        out[n0 + out_r] = __int_as_float(0x7fc00000);
+        if constexpr (kPair) pick_out(up, out_i)[n0 + out_r] = pick_out(act, out_i)[n0 + out_r] = out[n0 + out_r];
+      }
       continue;
     }
     const char* wrow[R];
-    block_rows<R>(grp.w, n0, w, wrow);
+    if constexpr (kPair) {
+      const char* wg[RO];
+      const char* wu[RO];
+      block_rows<RO>(grp.w, n0, w, wg);
+      block_rows<RO>(up.w, n0, w, wu);
+#pragma unroll
+      for (int r = 0; r < RO; ++r) wrow[r] = wg[r], wrow[RO + r] = wu[r];
+    } else {
+      block_rows<R>(grp.w, n0, w, wrow);
+    }
 
     float acc[R][M];
 #pragma unroll
@@ -516,6 +616,12 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
       float s = red[0][tid];
       for (int v = 1; v < n_warps; ++v) s += red[v][tid];
       out[n0 + out_r] = s;
+      if constexpr (kPair) {  // the up row's sum in the same order, then the swiglu as its kernel has it
+        float u = red[0][tid + RO * M];
+        for (int v = 1; v < n_warps; ++v) u += red[v][tid + RO * M];
+        pick_out(up, out_i)[n0 + out_r] = u;
+        pick_out(act, out_i)[n0 + out_r] = apply_binary<BinaryOp::SWIGLU>(s, u);
+      }
       if constexpr (!std::is_same_v<Epi, NoEpilogue>) chain_run(epi, s, n0 + out_r, grp.row0 + out_i, 0, 0, epi_in);
     }
     __syncthreads();
@@ -531,7 +637,7 @@ int gemv_block_threads(int64_t k) {
 // finishes, they wait (pdl_wait) before reading activations or writing anything.
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 void launch_rows(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, const Epi& epi) {
-  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(w.n, R)),
+  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(w.n, kPaired<Rows> ? R / 2 : R)),
                   static_cast<unsigned>(rows.count() < kMaxGridY ? rows.count() : kMaxGridY));
   const dim3 block(static_cast<unsigned>(gemv_block_threads<WT, Act>(w.k)));
   launch_pdl(gemv_kernel<WT, M, R, Act, Rows, Epi>, grid, block, ctx.stream, w, x, rows, epi);
@@ -564,10 +670,30 @@ constexpr int gemv_rows_of() {
   }
 }
 
-// Narrow products (the 32-row GDN gate projections) get one weight row per block, so that more
-// than a handful of SMs stream them. (Four rows for N <= 4096 was measured too: no change.)
+// A pair (PairRows): R / 2 rows of each matrix a block, R as launch_single() takes it for one
+// matrix but at least 2: a block holds about the registers of an unpaired one, and the grid has
+// the blocks of both launches.
+template <DType WT, int M, class Act, class Rows>
+void launch_pair(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows) {
+  constexpr int64_t kFewBlocks = 264, kManyBlocks = 2048;  // as in launch_single()
+  const NoEpilogue epi{};
+  if constexpr (std::is_same_v<Act, Q8Act>) {
+    if (ceil_div<int64_t>(w.n, 2) * rows.count() >= kManyBlocks) return launch_rows<WT, M, 4>(ctx, w, x, rows, epi);
+    launch_rows<WT, M, 2>(ctx, w, x, rows, epi);
+  } else if constexpr (is_weight_only_quant(WT)) {
+    launch_rows<WT, M, (gemv_rows_of<WT>() > 2 ? gemv_rows_of<WT>() : 2)>(ctx, w, x, rows, epi);
+  } else {
+    constexpr int R = M >= 2 ? kRowsPerBlock / 2 : kRowsPerBlock;
+    if (ceil_div<int64_t>(w.n, R / 2) * rows.count() < kFewBlocks) return launch_rows<WT, M, 2>(ctx, w, x, rows, epi);
+    launch_rows<WT, M, R>(ctx, w, x, rows, epi);
+  }
+}
+
+// One product: the weight rows per block by type, activation rows and grid size. Narrow products
+// (the 32-row GDN gate projections) get one weight row per block, so that more than a handful of
+// SMs stream them. (Four rows for N <= 4096 was measured too: no change.)
 template <DType WT, int M, class Act, class Rows, class Epi>
-void launch(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, const Epi& epi) {
+void launch_single(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, const Epi& epi) {
   constexpr int64_t kFewBlocks = 264;  // 2 per SM on the H200
   // Several activation rows (verify) multiply the accumulators: fewer weight rows per block keep
   // the registers, and so the resident blocks, near the one-row kernel's. Measured on the H200, 9B
@@ -604,6 +730,16 @@ void launch(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, cons
   } else {
     if (ceil_div<int64_t>(w.n, R) * rows.count() < kFewBlocks) return launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
     launch_rows<WT, M, R>(ctx, w, x, rows, epi);
+  }
+}
+
+// The launch of one product or a pair.
+template <DType WT, int M, class Act, class Rows, class Epi>
+void launch(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, const Epi& epi) {
+  if constexpr (kPaired<Rows>) {
+    launch_pair<WT, M>(ctx, w, x, rows);
+  } else {
+    launch_single<WT, M>(ctx, w, x, rows, epi);
   }
 }
 

@@ -36,6 +36,10 @@ void copy(const Ctx& ctx, Tensor& dst);        // CONT, CPY
 void argmax(const Ctx& ctx, Tensor& dst);      // ARGMAX
 void top_k(const Ctx& ctx, Tensor& dst);       // TOP_K
 void sum_rows(const Ctx& ctx, Tensor& dst);    // SUM_ROWS
+// MUL of the experts' rows by their weights -> PERMUTE -> SUM_ROWS over the experts (the MoE's
+// weighted sum), one kernel writing the product and the sums; 3 when launched, 0 (nothing
+// launched) otherwise.
+int weighted_sum(const Ctx& ctx, std::span<Tensor* const> nodes);
 // A MoE router's SOFTMAX (no mask) and the TOP_K of its result, one kernel writing both; false
 // (nothing launched) when the pair does not have that shape.
 bool softmax_top_k(const Ctx& ctx, Tensor& softmax, Tensor& top_k);
@@ -47,12 +51,22 @@ void mul_mat(const Ctx& ctx, Tensor& dst);  // MUL_MAT
 // the softplus gate chain, swiglu on the up projection): one launch, the chain applied by each
 // output's writer; how many nodes were launched, 0 (nothing launched) when there is no such run.
 int mul_mat_chain(const Ctx& ctx, std::span<Tensor* const> nodes);
+// An FFN's gate and up products of one input (MUL_MAT, or MUL_MAT_ID of at most 8 tokens) and the
+// SWIGLU of the two: one GEMV launch writing all three; 3 when launched, 0 (nothing launched) when
+// the nodes do not have that shape.
+int mul_mat_pair(const Ctx& ctx, std::span<Tensor* const> nodes);
 void mul_mat_id(const Ctx& ctx, Tensor& dst);  // MUL_MAT_ID
 void ssm_conv(const Ctx& ctx, Tensor& dst);    // SSM_CONV
 // CONCAT(state, new, dim 1) -> SSM_CONV -> SILU (the GDN input path), one kernel writing all three
 // results; false (nothing launched) when the three do not have that shape.
 bool conv_window(const Ctx& ctx, Tensor& concat, Tensor& conv, Tensor& silu);
 void gated_delta_rule(const Ctx& ctx, Tensor& dst);  // GATED_DELTA_RULE
+// A GATED_DELTA_RULE (recurrent form) whose last state a later CPY puts back into the state it
+// read (the model's cache update, an effect at the end of the step graph), with nothing between
+// touching that cache: the kernel also writes the state there, each thread the elements it read at
+// the start. Returns the CPY, which the caller then does not launch; nullptr when nothing was
+// launched.
+const Tensor* gated_delta_rule_to_cache(const Ctx& ctx, std::span<Tensor* const> nodes);
 // GATED_DELTA_RULE in chunked (WY) form: n_states == 1, F32 q, k, v, g, beta; gated_delta_rule picks it.
 void gated_delta_rule_chunked(const Ctx& ctx, Tensor& dst);
 

@@ -419,12 +419,16 @@ namespace {
 // The product's workspace (its int8 activations under FAST) is read throughout the launch, but the
 // planner keeps it only up to the product's own node (or the last product sharing it): a later
 // node's output may lie on it.
-bool clear_of_workspace(const Tensor& out, const Tensor& mm) {
-  const size_t n = mul_mat_workspace(mm);
-  if (n == 0 || mm.workspace == nullptr) return true;
+// Whether out stays clear of the bytes [ws, ws + n) (a workspace a launch reads throughout).
+bool clear_of(const Tensor& out, const void* ws, size_t n) {
+  if (n == 0 || ws == nullptr) return true;
   const char* po = static_cast<const char*>(out.data);
-  const char* pw = static_cast<const char*>(mm.workspace);
+  const char* pw = static_cast<const char*>(ws);
   return po + nbytes(out) <= pw || pw + n <= po;
+}
+
+bool clear_of_workspace(const Tensor& out, const Tensor& mm) {
+  return clear_of(out, mm.workspace, mul_mat_workspace(mm));
 }
 
 // Step k of a GEMV's chain (node k, operand others[k - 1]) against the launch so far. Its output
@@ -467,6 +471,51 @@ int mul_mat_chain(const Ctx& ctx, std::span<Tensor* const> nodes) {
   if (c.n == 0) return 0;
   mm::gemv_mul_mat_chain(ctx, w, x, mm, c);
   return c.n + 1;
+}
+
+namespace {
+
+// Gate and up products whose GEMVs can run as one pair: the same activations (and ids), weights of
+// one type and layout, dense F32 results of one shape, the GEMV path at either precision.
+bool pairable(const Tensor& g, const Tensor& u) {
+  if (g.op != u.op || (g.op != Op::MUL_MAT && g.op != Op::MUL_MAT_ID)) return false;
+  const Tensor& wg = *g.src[0];
+  const Tensor& wu = *u.src[0];
+  const Tensor& x = *g.src[1];
+  if (u.src[1] != &x || wg.type != wu.type || wg.ne != wu.ne || wg.nb != wu.nb || !same_shape(g, u)) return false;
+  if (!supports_matmul(g) || !supports_matmul(u) || nelements(g) == 0) return false;
+  if (g.op == Op::MUL_MAT_ID) return u.src[2] == g.src[2] && g.src[2]->ne[1] <= mm::kIdDirectMaxTokens;
+  return x.ne[1] <= mm::kGemvMaxRows && g.ne[2] == 1 && g.ne[3] == 1;
+}
+
+}  // namespace
+
+int mul_mat_pair(const Ctx& ctx, std::span<Tensor* const> nodes) {
+  if (nodes.size() < 3) return 0;
+  Tensor& g = *nodes[0];
+  Tensor& u = *nodes[1];
+  Tensor& a = *nodes[2];
+  if (a.op != Op::SWIGLU || a.src[0] != &g || a.src[1] != &u || !pairable(g, u)) return 0;
+  if (a.type != DType::F32 || !same_shape(a, g) || !is_contiguous(a)) return 0;
+  const bool id = g.op == Op::MUL_MAT_ID;
+  const Tensor& x = *g.src[1];
+  // Every block reads x (ids), the weights and gate's workspace (its int8 rows under FAST) to the
+  // end; an output is written by one thread, gate then up then act, so act may lie on gate or up
+  // (the same elements) but on nothing read.
+  const size_t ws = id ? mul_mat_id_workspace(g) : mul_mat_workspace(g);
+  for (const Tensor* out : {&u, &a}) {
+    if (!clear_of(*out, g.workspace, ws) || !disjoint(*out, x) || !disjoint(*out, *g.src[0]) ||
+        !disjoint(*out, *u.src[0]))
+      return 0;
+    if (id && !disjoint(*out, *g.src[2])) return 0;
+  }
+  if (!disjoint(g, u) || !safe_to_fuse(a, g) || !safe_to_fuse(a, u)) return 0;
+  if (id) {
+    mm::gemv_mul_mat_id_pair(ctx, *g.src[0], *u.src[0], x, *g.src[2], g, u, a);
+  } else {
+    mm::gemv_mul_mat_pair(ctx, *g.src[0], *u.src[0], x, g, u, a);
+  }
+  return 3;
 }
 
 bool supports_matmul(const Tensor& node) {

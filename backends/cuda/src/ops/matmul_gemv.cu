@@ -34,29 +34,32 @@ bool int8_activations(const Ctx& ctx, DType wt, const Tensor& dst) {
   return true;
 }
 
-template <class Epi>
-void gemv_mul_mat_with(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst, const Epi& epi) {
-  const int64_t m = x.ne[1];
-  const int rows_per_group = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : kGemvMaxRows;
-  MulMatRows rows{static_cast<const char*>(w.data),
-                  static_cast<int64_t>(w.nb[2]),
-                  static_cast<int64_t>(w.nb[3]),
-                  x.ne[2] / w.ne[2],
-                  x.ne[3] / w.ne[3],
-                  static_cast<const char*>(x.data),
-                  static_cast<int64_t>(x.nb[1]),
-                  static_cast<int64_t>(x.nb[2]),
-                  static_cast<int64_t>(x.nb[3]),
-                  static_cast<float*>(dst.data),
-                  w.ne[1],
-                  m,
-                  x.ne[2],
-                  x.ne[3],
-                  ceil_div<int64_t>(m, rows_per_group)};
-  check_quant_alignment(w);
-  WDesc wd = weight_desc(w, {static_cast<int64_t>(w.nb[2]), static_cast<int64_t>(w.nb[3])});
-  wd.early = ctx.written && ctx.written->untouched(w);
-  if (int8_activations(ctx, w.type, dst)) {
+// Points the rows (a pair's three) at int8 activation rows in q, as quantize_rows_q8 lays them out.
+void use_q8_rows(MulMatRows& r, const char* q, const Tensor& x) {
+  const int64_t s = q8_row_stride(x.ne[0]);
+  r.x = q, r.x_nb1 = s, r.x_nb2 = s * x.ne[1], r.x_nb3 = s * x.ne[1] * x.ne[2];
+}
+
+void use_q8_rows(IdRows& r, const char* q, const Tensor& x) {
+  const int64_t s = q8_row_stride(x.ne[0]);
+  r.x = q, r.x_nb1 = s, r.x_nb2 = s * x.ne[1];
+}
+
+template <class Rows>
+void use_q8_rows(PairRows<Rows>& p, const char* q, const Tensor& x) {
+  use_q8_rows(p.gate, q, x);
+  use_q8_rows(p.up, q, x);
+  use_q8_rows(p.act, q, x);
+}
+
+int rows_per_group_of(int64_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : kGemvMaxRows; }
+
+// MUL_MAT's GEMV over rows (of dst, or a pair whose first product is dst) with weights wd of type wt.
+template <class Rows, class Epi>
+void gemv_mul_mat_rows(const Ctx& ctx, DType wt, const WDesc& wd, const Tensor& x, Tensor& dst, Rows rows,
+                       const Epi& epi) {
+  const int rows_per_group = rows_per_group_of(x.ne[1]);
+  if (int8_activations(ctx, wt, dst)) {
     char* q = static_cast<char*>(dst.workspace);
     // Only a shared workspace is known to be untouched since another product of x quantized it.
     Q8Memo* memo = mul_mat_workspace_share(dst) == &x ? ctx.q8 : nullptr;
@@ -64,18 +67,58 @@ void gemv_mul_mat_with(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor&
       quantize_rows_q8(ctx, x, q);
       if (memo) *memo = {q, &x, x.data};
     }
-    const int64_t s = q8_row_stride(x.ne[0]);
-    rows.x = q, rows.x_nb1 = s, rows.x_nb2 = s * m, rows.x_nb3 = s * m * x.ne[2];
-    return launch_q8(ctx, w.type, rows_per_group, wd, rows, epi);
+    use_q8_rows(rows, q, x);
+    return launch_q8(ctx, wt, rows_per_group, wd, rows, epi);
   }
   const XDesc xd =
       act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2]), static_cast<int64_t>(x.nb[3])});
   switch (rows_per_group) {
-    case 1: return launch_dtype<1>(ctx, w.type, wd, xd, rows, epi);
-    case 2: return launch_dtype<2>(ctx, w.type, wd, xd, rows, epi);
-    case 4: return launch_dtype<4>(ctx, w.type, wd, xd, rows, epi);
-    default: return launch_dtype<kGemvMaxRows>(ctx, w.type, wd, xd, rows, epi);
+    case 1: return launch_dtype<1>(ctx, wt, wd, xd, rows, epi);
+    case 2: return launch_dtype<2>(ctx, wt, wd, xd, rows, epi);
+    case 4: return launch_dtype<4>(ctx, wt, wd, xd, rows, epi);
+    default: return launch_dtype<kGemvMaxRows>(ctx, wt, wd, xd, rows, epi);
   }
+}
+
+WDesc mul_mat_weights(const Ctx& ctx, const Tensor& w) {
+  check_quant_alignment(w);
+  WDesc wd = weight_desc(w, {static_cast<int64_t>(w.nb[2]), static_cast<int64_t>(w.nb[3])});
+  wd.early = ctx.written && ctx.written->untouched(w);
+  return wd;
+}
+
+template <class Epi>
+void gemv_mul_mat_with(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst, const Epi& epi) {
+  gemv_mul_mat_rows(ctx, w.type, mul_mat_weights(ctx, w), x, dst, mul_mat_rows(w, x, dst, rows_per_group_of(x.ne[1])),
+                    epi);
+}
+
+// MUL_MAT_ID's GEMV: a slot each (tiles == nullptr) or routed tiles.
+template <class Rows>
+void gemv_mul_mat_id_rows(const Ctx& ctx, DType wt, const WDesc& wd, const Tensor& x, Tensor& dst, Rows rows,
+                          const IdTiles* tiles) {
+  if (int8_activations(ctx, wt, dst)) {
+    char* q = static_cast<char*>(dst.workspace) + mul_mat_id_route_bytes(dst);
+    quantize_rows_q8(ctx, x, q);
+    use_q8_rows(rows, q, x);
+    return launch_q8(ctx, wt, tiles ? kGemvMaxRows : 1, wd, rows, NoEpilogue{});
+  }
+  const XDesc xd = act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2])});
+  if constexpr (!kPaired<Rows>)  // a pair is a slot each
+    if (tiles) return launch_dtype<kGemvMaxRows>(ctx, wt, wd, xd, rows);
+  launch_dtype<1>(ctx, wt, wd, xd, rows);
+}
+
+WDesc id_weights(const Tensor& experts) {
+  check_quant_alignment(experts);
+  return weight_desc(experts, {static_cast<int64_t>(experts.nb[2])});
+}
+
+// The weights of a pair: both matrices' reads vectorised only if each allows it.
+WDesc pair_weights(WDesc g, const WDesc& u) {
+  g.vec = g.vec && u.vec;
+  g.early = g.early && u.early;
+  return g;
 }
 
 }  // namespace
@@ -91,33 +134,23 @@ void gemv_mul_mat_chain(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor
 
 void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,
                      const IdTiles* tiles) {
-  IdRows rows{static_cast<const char*>(experts.data),
-              static_cast<int64_t>(experts.nb[2]),
-              experts.ne[2],
-              static_cast<const char*>(x.data),
-              static_cast<int64_t>(x.nb[1]),
-              static_cast<int64_t>(x.nb[2]),
-              x.ne[1],
-              static_cast<const char*>(ids.data),
-              static_cast<int64_t>(ids.nb[0]),
-              static_cast<int64_t>(ids.nb[1]),
-              ids.ne[0],
-              ids.ne[1],
-              static_cast<float*>(dst.data),
-              experts.ne[1],
-              tiles ? *tiles : IdTiles{}};
-  check_quant_alignment(experts);
-  const WDesc wd = weight_desc(experts, {static_cast<int64_t>(experts.nb[2])});
-  if (int8_activations(ctx, experts.type, dst)) {
-    char* q = static_cast<char*>(dst.workspace) + mul_mat_id_route_bytes(dst);
-    quantize_rows_q8(ctx, x, q);
-    const int64_t s = q8_row_stride(x.ne[0]);
-    rows.x = q, rows.x_nb1 = s, rows.x_nb2 = s * x.ne[1];
-    return launch_q8(ctx, experts.type, tiles ? kGemvMaxRows : 1, wd, rows, NoEpilogue{});
-  }
-  const XDesc xd = act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2])});
-  if (tiles) return launch_dtype<kGemvMaxRows>(ctx, experts.type, wd, xd, rows);
-  launch_dtype<1>(ctx, experts.type, wd, xd, rows);
+  gemv_mul_mat_id_rows(ctx, experts.type, id_weights(experts), x, dst, id_rows(experts, x, ids, dst, tiles), tiles);
+}
+
+void gemv_mul_mat_pair(const Ctx& ctx, const Tensor& wg, const Tensor& wu, const Tensor& x, Tensor& gate, Tensor& up,
+                       Tensor& act) {
+  const int rpg = rows_per_group_of(x.ne[1]);
+  const PairRows<MulMatRows> rows{mul_mat_rows(wg, x, gate, rpg), mul_mat_rows(wu, x, up, rpg),
+                                  mul_mat_rows(wg, x, act, rpg)};
+  gemv_mul_mat_rows(ctx, wg.type, pair_weights(mul_mat_weights(ctx, wg), mul_mat_weights(ctx, wu)), x, gate, rows,
+                    NoEpilogue{});
+}
+
+void gemv_mul_mat_id_pair(const Ctx& ctx, const Tensor& eg, const Tensor& eu, const Tensor& x, const Tensor& ids,
+                          Tensor& gate, Tensor& up, Tensor& act) {
+  const PairRows<IdRows> rows{id_rows(eg, x, ids, gate, nullptr), id_rows(eu, x, ids, up, nullptr),
+                              id_rows(eg, x, ids, act, nullptr)};
+  gemv_mul_mat_id_rows(ctx, eg.type, pair_weights(id_weights(eg), id_weights(eu)), x, gate, rows, nullptr);
 }
 
 }  // namespace gl::cuda::mm

@@ -85,5 +85,9 @@ template void launch_q8<MulMatRows, NoEpilogue>(const Ctx&, DType, int, const WD
                                                 const NoEpilogue&);
 template void launch_q8<MulMatRows, Chain>(const Ctx&, DType, int, const WDesc&, const MulMatRows&, const Chain&);
 template void launch_q8<IdRows, NoEpilogue>(const Ctx&, DType, int, const WDesc&, const IdRows&, const NoEpilogue&);
+template void launch_q8<PairRows<MulMatRows>, NoEpilogue>(const Ctx&, DType, int, const WDesc&,
+                                                          const PairRows<MulMatRows>&, const NoEpilogue&);
+template void launch_q8<PairRows<IdRows>, NoEpilogue>(const Ctx&, DType, int, const WDesc&, const PairRows<IdRows>&,
+                                                      const NoEpilogue&);
 
 }  // namespace gl::cuda::mm

@@ -21,8 +21,7 @@ namespace {
 
 using mm::ceil_div;
 
-// Up to this many tokens each slot is its own GEMV.
-constexpr int64_t kDirectMaxTokens = 8;
+constexpr int64_t kDirectMaxTokens = mm::kIdDirectMaxTokens;
 constexpr int kRouteThreads = 256;
 
 struct RouteOut {

@@ -84,6 +84,9 @@ __device__ __forceinline__ float warp_sum(float v) {
 // Key head sizes (Dk) up to this run in gdr.cu's recurrent kernel (state rows held in registers).
 inline constexpr int64_t kMaxGdrDk = 256;
 
+// mul_mat_id: up to this many tokens each slot (u, t) is its own GEMV (matmul_id.cu).
+inline constexpr int64_t kIdDirectMaxTokens = 8;
+
 // mul_mat_id routes on the device with one counter per expert in shared memory.
 inline constexpr int64_t kMaxIdExperts = 2048;
 
@@ -108,6 +111,15 @@ void gemv_mul_mat_chain(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor
 // GEMV of up to kGemvMaxRows rows per tile of slots routed to the same expert.
 void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,
                      const IdTiles* tiles);
+
+// matmul_gemv.cu. An FFN's gate and up products of the same x (2-D, or mul_mat_id's slots of at
+// most kGemvMaxRows tokens) as one GEMV launch (PairRows in gemv_kernel.cuh): gate and up get their
+// own launches' bits, act = swiglu(gate, up) as its kernel computes it. The weights share type and
+// layout. Under Precision::FAST the int8 rows are gate's workspace.
+void gemv_mul_mat_pair(const Ctx& ctx, const Tensor& wg, const Tensor& wu, const Tensor& x, Tensor& gate, Tensor& up,
+                       Tensor& act);
+void gemv_mul_mat_id_pair(const Ctx& ctx, const Tensor& eg, const Tensor& eu, const Tensor& x, const Tensor& ids,
+                          Tensor& gate, Tensor& up, Tensor& act);
 
 // matmul_id_mma.cu. Whether mul_mat_id's routed tiles of these experts and activations can go to
 // tensor cores (F16, BF16 and quantized experts, F32 activation rows), and the launch over tiles

@@ -61,24 +61,27 @@ __global__ void softmax_top_k_kernel(TensorArg a, TensorArg probs, TensorArg ids
 }
 
 // Token t (one warp): w[j] = probs[ids[j, t], t] for j < k, s = sum w (double), out[j] = w[j] / s.
-// probs [1, E, T] (a view of the softmax result), picked [1, k, T], sum [1, T], out [k, T].
+// probs [1, E, T] (a view of the softmax result), picked [1, k, T], sum [1, T], out [k, T]. With
+// one block (barrier: decode, verify) every read is done before a sum or weight is written, so
+// those may lie on probs or ids, which the planner frees at the GET_ROWS.
 __global__ void expert_weights_kernel(TensorArg probs, TensorArg ids, TensorArg picked, TensorArg sum, TensorArg out,
-                                      int64_t n_tokens) {
+                                      int64_t n_tokens, bool barrier) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
-  if (t >= n_tokens) return;  // whole warps leave together: the shuffles below see full warps
   const int j = static_cast<int>(threadIdx.x);
-  const int64_t k = ids.ne[0];
+  const bool live = t < n_tokens && j < ids.ne[0];  // whole warps run on: the shuffles see full warps
   float w = 0.0f;
-  if (j < k) {
+  if (live) {
     const int32_t id = *reinterpret_cast<const int32_t*>(ids.data + j * ids.nb[0] + t * ids.nb[1]);
     w = *reinterpret_cast<const float*>(probs.data + static_cast<int64_t>(id) * probs.nb[1] + t * probs.nb[2]);
     *reinterpret_cast<float*>(picked.data + j * picked.nb[1] + t * picked.nb[2]) = w;
   }
-  double s = j < k ? static_cast<double>(w) : 0.0;
+  double s = live ? static_cast<double>(w) : 0.0;
   for (int o = 16; o > 0; o >>= 1) s += shfl_xor(s, o);
   const float total = static_cast<float>(s);
+  if (barrier) __syncthreads();
+  if (t >= n_tokens) return;
   if (j == 0) *reinterpret_cast<float*>(sum.data + t * sum.nb[1]) = total;
-  if (j < k) *reinterpret_cast<float*>(out.data + j * out.nb[0] + t * out.nb[1]) = w / total;
+  if (live) *reinterpret_cast<float*>(out.data + j * out.nb[0] + t * out.nb[1]) = w / total;
 }
 
 bool f32(const Tensor& t) { return t.type == DType::F32; }
@@ -119,16 +122,17 @@ int expert_weights(const Ctx& ctx, std::span<Tensor* const> nodes) {
   if (probs.ne[0] != 1 || probs.ne[2] != T || probs.ne[3] != 1 || !tokens_2d(ids)) return 0;
   if (g.ne[0] != 1 || g.ne[1] != k || g.ne[2] != T || r.ne[0] != k || r.ne[1] != T || !tokens_2d(r)) return 0;
   if (!is_contiguous(g) || s.ne[0] != 1 || s.ne[1] != T || !tokens_2d(s) || !same_shape(d, r)) return 0;
-  // Every output against every input that a later-running warp may still read.
-  for (const Tensor* out : {&g, &s, &d})
-    for (const Tensor* in : {&probs, &ids}) {
-      if (!disjoint(*out, *in)) return 0;
-    }
-  if (!disjoint(g, s) || !disjoint(s, d) || !safe_to_fuse(d, r)) return 0;
+  // Every output against every input that a later-running warp may still read (past the barrier
+  // of a single block, only the picked rows, written before it).
   constexpr int kTokensPerBlock = 8;
   const auto blocks = static_cast<unsigned>((T + kTokensPerBlock - 1) / kTokensPerBlock);
+  for (const Tensor* out : {&g, &s, &d})
+    for (const Tensor* in : {&probs, &ids}) {
+      if ((out == &g || blocks > 1) && !disjoint(*out, *in)) return 0;
+    }
+  if (!disjoint(g, s) || !disjoint(s, d) || !safe_to_fuse(d, r)) return 0;
   expert_weights_kernel<<<blocks, dim3(32, kTokensPerBlock), 0, ctx.stream>>>(arg(probs), arg(ids), arg(g), arg(s),
-                                                                              arg(d), T);
+                                                                              arg(d), T, blocks == 1);
   return 4;
 }
 
