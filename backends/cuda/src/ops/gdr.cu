@@ -10,6 +10,7 @@
 // before the current token's sums to hide their latency.
 // Every token is a step, so prefill costs T dependent steps per head: long single-state calls go to
 // the chunked form in gdr_chunked.cu instead.
+#include "cuda_utils.cuh"
 #include "kernels.cuh"
 #include "mm_utils.cuh"
 
@@ -29,8 +30,10 @@ constexpr int64_t kChunkedMinTokens = 32;
 struct GdrArgs {
   TView q, k, v, g, beta, state;
   int64_t dk, hk, dv, hv, n_tokens, n_states;
-  float* out;              // o [Dv, Hv, T], then n_states states [Dv, Dk, Hv]
-  float* cache = nullptr;  // also the last state here (dense [Dv, Dk, Hv]: the state read, in place)
+  float* out;  // o [Dv, Hv, T], then n_states states [Dv, Dk, Hv]
+  // Also the last state here (dense [Dv, Dk, Hv]: the state read, in place). The cache is then
+  // advanced at this kernel, not at the end of the step: a later node's failure leaves it moved.
+  float* cache = nullptr;
 };
 
 __device__ __forceinline__ float at(const TView& t, int64_t i0, int64_t i1, int64_t i2) {
@@ -68,12 +71,12 @@ __global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a) {
   const int64_t j = blockIdx.y;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kWarp + lane;
   const bool owns_col = col < a.dv;
-  const int64_t iv = owns_col ? col : 0;  // idle lanes compute on column 0 and write nothing
+  const int64_t iv = owns_col ? col : 0;  // idle lanes compute on a zero state and write nothing
   const int64_t ik0 = static_cast<int64_t>(warp) * kRows;
 
   float s[kRows];
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) s[i] = ik0 + i < a.dk ? at(a.state, iv, ik0 + i, j) : 0.0f;
+  for (int i = 0; i < kRows; ++i) s[i] = owns_col && ik0 + i < a.dk ? at(a.state, iv, ik0 + i, j) : 0.0f;
 
   const int64_t first_snapshot = a.n_tokens - a.n_states;
   float* states = a.out + a.dv * a.hv * a.n_tokens;
@@ -187,9 +190,10 @@ void run_gdr(const Ctx& ctx, Tensor& dst, float* cache) {
   launch<32>(ctx, a);
 }
 
-// Whether node n touches the bytes of t (reads or writes them, directly or through a view).
+// Whether node n touches the bytes of t: its output or a source lies on them (a view of t, or any
+// other tensor placed there, a split's staged copy included).
 bool touches(const Tensor& n, const Tensor& t) {
-  auto on_t = [&](const Tensor* x) { return x && (x == &t || (x->view_src && x->view_src == &t)); };
+  auto on_t = [&](const Tensor* x) { return x && x->data && !disjoint(*x, t); };
   if (on_t(&n)) return true;
   for (const Tensor* s : n.src)
     if (on_t(s)) return true;

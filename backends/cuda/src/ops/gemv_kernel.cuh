@@ -566,7 +566,10 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
     if (grp.bad_expert) {
       if (writes) {
         out[n0 + out_r] = __int_as_float(0x7fc00000);
-        if constexpr (kPair) pick_out(up, out_i)[n0 + out_r] = pick_out(act, out_i)[n0 + out_r] = out[n0 + out_r];
+        if constexpr (kPair) {  // as the unfused kernels: up NaN, and swiglu's NaN of the two
+          pick_out(up, out_i)[n0 + out_r] = out[n0 + out_r];
+          pick_out(act, out_i)[n0 + out_r] = apply_binary<BinaryOp::SWIGLU>(out[n0 + out_r], out[n0 + out_r]);
+        }
       }
       continue;
     }
