@@ -673,12 +673,17 @@ constexpr int gemv_rows_of() {
   }
 }
 
+// Grid sizes the launches below choose rows per block by: under kFewBlocks (2 per SM on the H200)
+// fewer rows per block spread a product over more SMs; int8 GEMVs shrink their rows per block until
+// the grid has kManyBlocks (see launch_single).
+inline constexpr int64_t kFewBlocks = 264;
+inline constexpr int64_t kManyBlocks = 2048;
+
 // A pair (PairRows): R / 2 rows of each matrix a block, R as launch_single() takes it for one
 // matrix but at least 2: a block holds about the registers of an unpaired one, and the grid has
 // the blocks of both launches.
 template <DType WT, int M, class Act, class Rows>
 void launch_pair(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows) {
-  constexpr int64_t kFewBlocks = 264, kManyBlocks = 2048;  // as in launch_single()
   const NoEpilogue epi{};
   if constexpr (std::is_same_v<Act, Q8Act>) {
     if (ceil_div<int64_t>(w.n, 2) * rows.count() >= kManyBlocks) return launch_rows<WT, M, 4>(ctx, w, x, rows, epi);
@@ -697,7 +702,6 @@ void launch_pair(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows)
 // SMs stream them. (Four rows for N <= 4096 was measured too: no change.)
 template <DType WT, int M, class Act, class Rows, class Epi>
 void launch_single(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, const Epi& epi) {
-  constexpr int64_t kFewBlocks = 264;  // 2 per SM on the H200
   // Several activation rows (verify) multiply the accumulators: fewer weight rows per block keep
   // the registers, and so the resident blocks, near the one-row kernel's. Measured on the H200, 9B
   // BF16 forced spec: 4 rows for M >= 2 gave spec 3 351 vs 326 tok/s (verify 1.59x vs 1.73x a
@@ -713,7 +717,6 @@ void launch_single(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& row
   // Of those, the most rows whose grid fills its last wave about as well (wave_fill): ncu on the
   // H100 had a 4096 x 8192 Q4_K GEMV's 2,048 blocks of 4 rows (72 registers, 14 blocks per SM) in
   // 1.11 waves.
-  constexpr int64_t kManyBlocks = 2048;
   if constexpr (std::is_same_v<Act, Q8Act>) {
     constexpr int kQ = gemv_rows_of<WT>();
     static_assert(kQ == 4, "int8 GEMV rows: 4, 2 or 1");

@@ -19,6 +19,7 @@
 #include "chain.cuh"
 #include "kernels.cuh"
 #include "mm_utils.cuh"
+#include "q8_input.cuh"
 #include "round_to.cuh"
 
 namespace gl::cuda {
@@ -419,16 +420,8 @@ namespace {
 // The product's workspace (its int8 activations under FAST) is read throughout the launch, but the
 // planner keeps it only up to the product's own node (or the last product sharing it): a later
 // node's output may lie on it.
-// Whether out stays clear of the bytes [ws, ws + n) (a workspace a launch reads throughout).
-bool clear_of(const Tensor& out, const void* ws, size_t n) {
-  if (n == 0 || ws == nullptr) return true;
-  const char* po = static_cast<const char*>(out.data);
-  const char* pw = static_cast<const char*>(ws);
-  return po + nbytes(out) <= pw || pw + n <= po;
-}
-
 bool clear_of_workspace(const Tensor& out, const Tensor& mm) {
-  return clear_of(out, mm.workspace, mul_mat_workspace(mm));
+  return !mm.workspace || !bytes_overlap(out.data, nbytes(out), mm.workspace, mul_mat_workspace(mm));
 }
 
 // Step k of a GEMV's chain (node k, operand others[k - 1]) against the launch so far. Its output
@@ -504,8 +497,8 @@ int mul_mat_pair(const Ctx& ctx, std::span<Tensor* const> nodes) {
   // (the same elements) but on nothing read.
   const size_t ws = id ? mul_mat_id_workspace(g) : mul_mat_workspace(g);
   for (const Tensor* out : {&u, &a}) {
-    if (!clear_of(*out, g.workspace, ws) || !disjoint(*out, x) || !disjoint(*out, *g.src[0]) ||
-        !disjoint(*out, *u.src[0]))
+    if ((g.workspace && bytes_overlap(out->data, nbytes(*out), g.workspace, ws)) || !disjoint(*out, x) ||
+        !disjoint(*out, *g.src[0]) || !disjoint(*out, *u.src[0]))
       return 0;
     if (id && !disjoint(*out, *g.src[2])) return 0;
   }
