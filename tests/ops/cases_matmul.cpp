@@ -189,8 +189,7 @@ void add_mul_mat_chain_cases(std::vector<OpCase>& out) {
 // pair): MoE experts for 1 and 3 tokens (each slot its own GEMV), then the 2-D form at M = 1 and 4.
 // The "_all" results read gate and up again, so their stores are checked too; the others leave the
 // swiglu free to take gate's memory.
-void add_ffn_pair_cases(DType wt, std::vector<OpCase>& out) {
-  const int64_t k = dtype_traits(wt).block_size == 256 ? 256 : 96;
+void add_ffn_pair_cases(DType wt, int64_t k, std::vector<OpCase>& out) {
   for (const int64_t t : {1, 3}) {
     for (const bool all : {false, true}) {
       out.push_back(
@@ -317,6 +316,33 @@ void add_mul_mat_id_cases(DType wt, std::vector<OpCase>& out) {
   add_many_token_id_case(wt, 64, out);
 }
 
+// Q8_0 decode and verify products at model-like K (16-byte aligned rows, K % 256 == 0; each GEMV
+// thread of a K = 5120 row takes 5 chunks, the last round partial at K = 2304): products with one
+// and five activation rows (the last block of weight rows partial), experts and the gate/up pair.
+void add_q8_0_long_k_cases(std::vector<OpCase>& out) {
+  constexpr DType wt = DType::Q8_0;
+  for (const int64_t k : {5120, 2304}) {
+    for (const int64_t m : {1, 5}) {
+      out.push_back(mm(wt, fmt::format("K{}_N67_M{}_long_k", k, m), [=](In& in) {
+        return mul_mat(in.ctx, in.input(wt, {k, 67}), in.input(DType::F32, {k, m}));
+      }));
+    }
+  }
+  out.push_back({.name = "mul_mat_id_q8_0_K2304_N33_E8_U4_T5_long_k",
+                 .op = Op::MUL_MAT_ID,
+                 .build =
+                     [=](In& in) {
+                       Tensor* experts = in.input(wt, {2304, 33, 8});
+                       Tensor* x = in.input(DType::F32, {2304, 4, 5});
+                       Tensor* ids = in.input(DType::I32, {4, 5}, Fill::ids_distinct(8));
+                       return mul_mat_id(in.ctx, experts, x, ids);
+                     },
+                 .max_nmse = kNmseCpu,
+                 .max_nmse_device = device_nmse(wt),
+                 .max_nmse_fast = fast_nmse(wt)});
+  add_ffn_pair_cases(wt, 2304, out);
+}
+
 }  // namespace
 
 std::vector<OpCase> matmul_cases() {
@@ -324,7 +350,9 @@ std::vector<OpCase> matmul_cases() {
   for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_cases(wt, out);
   add_mul_mat_f32_only(out);
   add_mul_mat_chain_cases(out);
-  for (DType wt : {DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_NL}) add_ffn_pair_cases(wt, out);
+  for (DType wt : {DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_NL})
+    add_ffn_pair_cases(wt, dtype_traits(wt).block_size == 256 ? 256 : 96, out);
+  add_q8_0_long_k_cases(out);
   for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_id_cases(wt, out);
   for (DType wt : kQuantFamily) add_quant_family_cases(wt, out);
   for (DType wt : kQuantFamily) add_quant_family_device_cases(wt, out);

@@ -91,8 +91,8 @@ struct Block32 {
         lo |= static_cast<int>((w.hi >> e) & 1u) << 4;
         hi |= static_cast<int>((w.hi >> (8 + e)) & 1u) << 4;
       }
-      s = fmaf(qio::to_f(L::t(lo)), x[e], s);
-      s = fmaf(qio::to_f(L::t(hi)), x[8 + e], s);
+      s = fmaf(qio::small_f(L::t(lo)), x[e], s);
+      s = fmaf(qio::small_f(L::t(hi)), x[8 + e], s);
       if constexpr (L::kMin) sx += x[e] + x[8 + e];
     }
     if constexpr (L::kMin) acc = fmaf(w.b, sx, acc);

@@ -77,8 +77,8 @@ struct QuantTraits<DType::IQ4_XS> {
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const uint32_t byte = qio::byte_of(w.q[e >> 2], e & 3);
-      s = fmaf(qio::to_f(value(byte & 0xFu)), x[e], s);
-      s = fmaf(qio::to_f(value(byte >> 4)), x[8 + e], s);
+      s = fmaf(qio::small_f(value(byte & 0xFu)), x[e], s);
+      s = fmaf(qio::small_f(value(byte >> 4)), x[8 + e], s);
     }
     return fmaf(w.d, s, acc);
   }

@@ -63,7 +63,7 @@ struct QuantTraits<DType::Q8_0> {
   static constexpr int kRuns = 1;  // the chunk's elements are adjacent
   __device__ static int64_t run_start(int64_t c, int) { return c * kChunk; }
   struct Chunk {
-    float q[kChunk];
+    uint32_t q[kChunk / 4];  // quant 4i + b in byte b of q[i], converted at the dot
     float d;
   };
   __device__ static void load_chunk(const char* row, int64_t c, Chunk& out) {
@@ -72,16 +72,15 @@ struct QuantTraits<DType::Q8_0> {
     const uint16_t* qs = reinterpret_cast<const uint16_t*>(blk + offsetof(BlockQ8_0, qs) + (c % kPerBlock) * kChunk);
     out.d = __half2float(__ushort_as_half(__ldg(reinterpret_cast<const uint16_t*>(blk))));
 #pragma unroll
-    for (int i = 0; i < kChunk / 2; ++i) {
-      const uint16_t u = __ldg(qs + i);
-      out.q[2 * i] = static_cast<float>(static_cast<int8_t>(u & 0xffu));
-      out.q[2 * i + 1] = static_cast<float>(static_cast<int8_t>(u >> 8));
-    }
+    for (int i = 0; i < kChunk / 4; ++i) out.q[i] = uint32_t{__ldg(qs + 2 * i)} | uint32_t{__ldg(qs + 2 * i + 1)} << 16;
   }
+  // Quant e as a float without an I2F, which issues at a quarter of the FMA rate on sm_90: same
+  // values, so the same bits (H200, 9B Q8_0 decode: 191 -> 200 tok/s).
+  __device__ static float quant(const Chunk& w, int e) { return qio::sbyte_f(w.q[e / 4], e % 4); }
   __device__ static float dot_chunk(const Chunk& w, const float (&x)[kChunk], float acc) {
     float s = 0.0f;
 #pragma unroll
-    for (int e = 0; e < kChunk; ++e) s = fmaf(w.q[e], x[e], s);
+    for (int e = 0; e < kChunk; ++e) s = fmaf(quant(w, e), x[e], s);
     return fmaf(w.d, s, acc);
   }
 };
