@@ -417,21 +417,28 @@ void mul_mat(const Ctx& ctx, Tensor& dst) {
 
 namespace {
 
+// Whether the GEMV of product mm reads its workspace: int8 activations, under FAST only (the
+// workspace is reserved at either precision).
+bool reads_workspace(const Ctx& ctx, const Tensor& mm) {
+  return mm.workspace && ctx.precision == Precision::FAST && mm::q8_gemv_type(mm.src[0]->type);
+}
+
 // The product's workspace (its int8 activations under FAST) is read throughout the launch, but the
 // planner keeps it only up to the product's own node (or the last product sharing it): a later
 // node's output may lie on it.
-bool clear_of_workspace(const Tensor& out, const Tensor& mm) {
-  return !mm.workspace || !bytes_overlap(out.data, nbytes(out), mm.workspace, mul_mat_workspace(mm));
+bool clear_of_workspace(const Ctx& ctx, const Tensor& out, const Tensor& mm) {
+  const size_t ws = mm.op == Op::MUL_MAT_ID ? mul_mat_id_workspace(mm) : mul_mat_workspace(mm);
+  return !reads_workspace(ctx, mm) || !bytes_overlap(out.data, nbytes(out), mm.workspace, ws);
 }
 
 // Step k of a GEMV's chain (node k, operand others[k - 1]) against the launch so far. Its output
 // never touches the weights or activations (other blocks read them throughout) and meets an
 // earlier output or an operand only as the very same elements (touched first by this thread, in
 // node order); its operand is no result of the product or an earlier step.
-bool chain_step_safe(std::span<Tensor* const> nodes, int k, std::span<const Tensor* const> others, const Tensor& w,
-                     const Tensor& x) {
+bool chain_step_safe(const Ctx& ctx, std::span<Tensor* const> nodes, int k, std::span<const Tensor* const> others,
+                     const Tensor& w, const Tensor& x) {
   const Tensor& out = *nodes[static_cast<size_t>(k)];
-  if (!disjoint(out, w) || !disjoint(out, x) || !clear_of_workspace(out, *nodes[0])) return false;
+  if (!disjoint(out, w) || !disjoint(out, x) || !clear_of_workspace(ctx, out, *nodes[0])) return false;
   for (int j = 0; j < k; ++j) {
     if (!safe_to_fuse(out, *nodes[static_cast<size_t>(j)])) return false;
     if (others[static_cast<size_t>(j)] && !safe_to_fuse(out, *others[static_cast<size_t>(j)])) return false;
@@ -458,7 +465,7 @@ int mul_mat_chain(const Ctx& ctx, std::span<Tensor* const> nodes) {
     const Tensor& n = *nodes[static_cast<size_t>(c.n) + 1];
     if (!chainable(n) || !same_shape(n, mm)) break;
     if (!make_step(n, nodes[static_cast<size_t>(c.n)], c.step[c.n], others[c.n])) break;
-    if (!chain_step_safe(nodes, c.n + 1, others, w, x)) break;
+    if (!chain_step_safe(ctx, nodes, c.n + 1, others, w, x)) break;
     ++c.n;
   }
   if (c.n == 0) return 0;
@@ -495,10 +502,9 @@ int mul_mat_pair(const Ctx& ctx, std::span<Tensor* const> nodes) {
   // Every block reads x (ids), the weights and gate's workspace (its int8 rows under FAST) to the
   // end; an output is written by one thread, gate then up then act, so act may lie on gate or up
   // (the same elements) but on nothing read.
-  const size_t ws = id ? mul_mat_id_workspace(g) : mul_mat_workspace(g);
   for (const Tensor* out : {&u, &a}) {
-    if ((g.workspace && bytes_overlap(out->data, nbytes(*out), g.workspace, ws)) || !disjoint(*out, x) ||
-        !disjoint(*out, *g.src[0]) || !disjoint(*out, *u.src[0]))
+    if (!clear_of_workspace(ctx, *out, g) || !disjoint(*out, x) || !disjoint(*out, *g.src[0]) ||
+        !disjoint(*out, *u.src[0]))
       return 0;
     if (id && !disjoint(*out, *g.src[2])) return 0;
   }
