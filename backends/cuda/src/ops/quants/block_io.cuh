@@ -57,24 +57,24 @@ __device__ __forceinline__ float to_f(int v) { return static_cast<float>(v); }
 // Byte b (0..3) of w.
 __device__ __forceinline__ uint32_t byte_of(uint32_t w, int b) { return (w >> (8 * b)) & 0xffu; }
 
-// Byte b (0..3) of w as a float, exactly and without an integer conversion (I2F issues at a
-// fraction of the FMA rate): the byte becomes the low mantissa bits of 2^23, which is subtracted.
-__device__ __forceinline__ float byte_f(uint32_t w, int b) {
-  return __int_as_float(static_cast<int>(__byte_perm(w, 0x4B000000u, 0x7540u | static_cast<uint32_t>(b)))) - 8388608.0f;
+// 2^23 + byte b (0..3) of w: the byte as the low mantissa bits of 2^23, a float whose integer
+// offset one exact subtraction takes off (an integer conversion, I2F, issues at a fraction of the
+// FMA rate).
+__device__ __forceinline__ float biased_byte(uint32_t w, int b) {
+  return __int_as_float(static_cast<int>(__byte_perm(w, 0x4B000000u, 0x7540u | static_cast<uint32_t>(b))));
 }
+
+// Byte b (0..3) of w as a float, exactly and without an I2F.
+__device__ __forceinline__ float byte_f(uint32_t w, int b) { return biased_byte(w, b) - 8388608.0f; }
+
+// Byte b (0..3) of w as a signed (two's complement) int8, as a float, the same way: offset to
+// unsigned (x ^ 0x80 = x + 128) and both offsets taken off in one subtraction.
+__device__ __forceinline__ float sbyte_f(uint32_t w, int b) { return biased_byte(w ^ 0x80808080u, b) - 8388736.0f; }
 
 // A small integer (-128 <= v < 2^23 - 128: a quant level) as a float, exactly, with an integer add
 // in place of the I2F: v + 128 in the low mantissa bits of 2^23, then both offsets off in one
 // subtraction.
 __device__ __forceinline__ float small_f(int v) { return __int_as_float(0x4B000080 + v) - 8388736.0f; }
-
-// Byte b (0..3) of w as a signed (two's complement) int8, as a float, the same way: offset to
-// unsigned (x ^ 0x80 = x + 128) and both offsets taken off in one exact subtraction.
-__device__ __forceinline__ float sbyte_f(uint32_t w, int b) {
-  return __int_as_float(
-             static_cast<int>(__byte_perm(w ^ 0x80808080u, 0x4B000000u, 0x7540u | static_cast<uint32_t>(b)))) -
-         8388736.0f;
-}
 
 // 16 bytes at p as four little-endian words: one 16-byte load when p is 16-byte aligned (vec),
 // else four 4-byte loads of the same bytes (p 4-byte aligned).
