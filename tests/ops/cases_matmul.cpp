@@ -296,23 +296,26 @@ void add_quant_family_device_cases(DType wt, std::vector<OpCase>& out) {
   add_many_token_id_case(wt, k, out);
 }
 
+// mul_mat_id of 8 experts [K, 33] over 5 tokens, 4 experts each; x1 activation rows a token.
+OpCase mul_mat_id_case(DType wt, int64_t k, int64_t x1, const std::string& shape) {
+  return {.name = "mul_mat_id_" + tname(wt) + "_" + shape,
+          .op = Op::MUL_MAT_ID,
+          .build =
+              [=](In& in) {
+                Tensor* experts = in.input(wt, {k, 33, 8});
+                Tensor* x = in.input(DType::F32, {k, x1, 5});
+                Tensor* ids = in.input(DType::I32, {4, 5}, Fill::ids_distinct(8));  // 4 of 8 experts per token
+                return mul_mat_id(in.ctx, experts, x, ids);
+              },
+          .max_nmse = kNmseCpu,
+          .max_nmse_device = device_nmse(wt),
+          .max_nmse_fast = fast_nmse(wt)};
+}
+
 void add_mul_mat_id_cases(DType wt, std::vector<OpCase>& out) {
-  auto c = [&](std::string shape, int64_t x1) {
-    out.push_back({.name = "mul_mat_id_" + tname(wt) + "_" + shape,
-                   .op = Op::MUL_MAT_ID,
-                   .build =
-                       [=](In& in) {
-                         Tensor* experts = in.input(wt, {64, 33, 8});
-                         Tensor* x = in.input(DType::F32, {64, x1, 5});
-                         Tensor* ids = in.input(DType::I32, {4, 5}, Fill::ids_distinct(8));  // 4 of 8 experts per token
-                         return mul_mat_id(in.ctx, experts, x, ids);
-                       },
-                   .max_nmse = kNmseCpu,
-                   .max_nmse_device = device_nmse(wt),
-                   .max_nmse_fast = fast_nmse(wt)});
-  };
-  c("K64_N33_E8_U4_T5_shared_x", 1);        // every chosen expert reads the token's one row (gate/up)
-  c("K64_N33_E8_U4_T5_row_per_expert", 4);  // expert slot u reads row u (down projection)
+  // Every chosen expert reads the token's one row (gate/up); expert slot u reads row u (down).
+  out.push_back(mul_mat_id_case(wt, 64, 1, "K64_N33_E8_U4_T5_shared_x"));
+  out.push_back(mul_mat_id_case(wt, 64, 4, "K64_N33_E8_U4_T5_row_per_expert"));
   add_many_token_id_case(wt, 64, out);
 }
 
@@ -328,18 +331,7 @@ void add_q8_0_long_k_cases(std::vector<OpCase>& out) {
       }));
     }
   }
-  out.push_back({.name = "mul_mat_id_q8_0_K2304_N33_E8_U4_T5_long_k",
-                 .op = Op::MUL_MAT_ID,
-                 .build =
-                     [=](In& in) {
-                       Tensor* experts = in.input(wt, {2304, 33, 8});
-                       Tensor* x = in.input(DType::F32, {2304, 4, 5});
-                       Tensor* ids = in.input(DType::I32, {4, 5}, Fill::ids_distinct(8));
-                       return mul_mat_id(in.ctx, experts, x, ids);
-                     },
-                 .max_nmse = kNmseCpu,
-                 .max_nmse_device = device_nmse(wt),
-                 .max_nmse_fast = fast_nmse(wt)});
+  out.push_back(mul_mat_id_case(wt, 2304, 4, "K2304_N33_E8_U4_T5_long_k"));
   add_ffn_pair_cases(wt, 2304, out);
 }
 
