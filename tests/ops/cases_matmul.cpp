@@ -335,6 +335,26 @@ void add_q8_0_long_k_cases(std::vector<OpCase>& out) {
   add_ffn_pair_cases(wt, 2304, out);
 }
 
+// Q8_0 prefill products at model-like K. CUDA runs them on tensor cores with the quants as F16
+// operands and each block's d applied to its partial sums (matmul_q8_mma.cu): under EXACT the
+// activations' F16 high half and residue carry ~22 bits, so the device must match the CPU's f32
+// bound, not the int8 one (FAST keeps cuBLAS on F16-rounded weights: OpCase::threshold allows
+// kDeviceFastNmse). K % 256 == 0, as that kernel needs. Shapes: M over one, two and three 64-row tiles (partial), N a partial 128-row
+// tile (odd: a lone last column) and several tiles.
+void add_q8_0_prefill_cases(std::vector<OpCase>& out) {
+  constexpr DType wt = DType::Q8_0;
+  struct Shape {
+    int64_t k, n, m;
+  };
+  for (const Shape sh : {Shape{2304, 67, 40}, Shape{5120, 67, 130}, Shape{1024, 300, 200}, Shape{4096, 257, 64}}) {
+    OpCase c = mm(wt, fmt::format("K{}_N{}_M{}_prefill_exact", sh.k, sh.n, sh.m), [=](In& in) {
+      return mul_mat(in.ctx, in.input(wt, {sh.k, sh.n}), in.input(DType::F32, {sh.k, sh.m}));
+    });
+    c.max_nmse_device = kNmseCpu;
+    out.push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 std::vector<OpCase> matmul_cases() {
@@ -345,6 +365,7 @@ std::vector<OpCase> matmul_cases() {
   for (DType wt : {DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::IQ4_NL})
     add_ffn_pair_cases(wt, dtype_traits(wt).block_size == 256 ? 256 : 96, out);
   add_q8_0_long_k_cases(out);
+  add_q8_0_prefill_cases(out);
   for (DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) add_mul_mat_id_cases(wt, out);
   for (DType wt : kQuantFamily) add_quant_family_cases(wt, out);
   for (DType wt : kQuantFamily) add_quant_family_device_cases(wt, out);

@@ -365,6 +365,25 @@ void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& ds
       }
 }
 
+// Q8_0 weights under Precision::EXACT: the tensor-core kernel of matmul_q8_mma.cu, on x rounded
+// to F16 and its residue in the first part of the cuBLAS path's workspace (the node reserves that
+// layout at either precision: FAST keeps cuBLAS, one GEMM on F16-rounded weights, which is faster).
+void mul_mat_q8_mma(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst) {
+  const CublasLayout l = cublas_layout(w, x);
+  GL_ASSERT(dst.workspace != nullptr && !l.x_in_place, "cuda mul_mat: Q8_0 tensor-core path without its workspace");
+  const int64_t n = nelements(x);
+  auto* hi = static_cast<__half*>(dst.workspace);
+  __half* lo = hi + l.x_elems;
+  if (dense_f32(x) && n % 4 == 0) {
+    convert_dense_x_kernel<__half><<<convert_blocks(n / 4), kConvertThreads, 0, ctx.stream>>>(
+        static_cast<const float4*>(x.data), hi, lo, n / 4);
+  } else {
+    convert_x_kernel<__half><<<convert_blocks(n), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi, lo, n);
+  }
+  GL_CUDA_CHECK(cudaGetLastError());
+  mm::q8_mma_mul_mat(ctx, w, hi, lo, dst);
+}
+
 bool fits_int(const Tensor& t) {
   for (int64_t ne : t.ne)
     if (ne > INT_MAX) return false;
@@ -412,6 +431,7 @@ void mul_mat(const Ctx& ctx, Tensor& dst) {
   if (nelements(dst) == 0) return;
   if (gemv_path(w, x)) return mm::gemv_mul_mat(ctx, w, x, dst);
   if (mm::f32_tiled_supported(w, x, dst)) return mm::f32_tiled_mul_mat(ctx, w, x, dst);
+  if (ctx.precision == Precision::EXACT && mm::q8_mma_supported(w, x)) return mul_mat_q8_mma(ctx, w, x, dst);
   mul_mat_cublas(ctx, w, x, dst);
 }
 

@@ -130,6 +130,13 @@ size_t mma_id_act_bytes(const Tensor& x);
 void mma_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, Tensor& dst, const IdTiles& tiles,
                     void* act);
 
+// matmul_q8_mma.cu. 2-D Q8_0 products of more than kGemvMaxRows F32 rows on tensor cores: the
+// quants as F16 operands, each block's scale applied to its partial sums. xh is x rounded to F16
+// (dense [K, M]), xl its residue (or null: one product). Supported for rows on 16 bytes
+// (K % 256 == 0) at a 16-byte aligned address.
+bool q8_mma_supported(const Tensor& w, const Tensor& x);
+void q8_mma_mul_mat(const Ctx& ctx, const Tensor& w, const __half* xh, const __half* xl, Tensor& dst);
+
 // matmul_f32.cu. Small F32 weight matrices (the MoE router, the shared expert's gate) times more
 // than kGemvMaxRows activation rows: a tiled CUDA-core kernel instead of cuBLAS's pedantic SGEMM.
 inline constexpr size_t kF32TiledMaxBytes = size_t{8} << 20;
