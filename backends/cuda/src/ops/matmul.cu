@@ -431,7 +431,8 @@ void mul_mat(const Ctx& ctx, Tensor& dst) {
   if (nelements(dst) == 0) return;
   if (gemv_path(w, x)) return mm::gemv_mul_mat(ctx, w, x, dst);
   if (mm::f32_tiled_supported(w, x, dst)) return mm::f32_tiled_mul_mat(ctx, w, x, dst);
-  if (ctx.precision == Precision::EXACT && mm::q8_mma_supported(w, x)) return mul_mat_q8_mma(ctx, w, x, dst);
+  if (ctx.precision == Precision::EXACT && mm::q8_mma_supported(w, x) && mm::q8_mma_fills(ctx, w, x))
+    return mul_mat_q8_mma(ctx, w, x, dst);
   mul_mat_cublas(ctx, w, x, dst);
 }
 
