@@ -339,8 +339,8 @@ void add_q8_0_long_k_cases(std::vector<OpCase>& out) {
 // operands and each block's d applied to its partial sums (matmul_q8_mma.cu): under EXACT the
 // activations' F16 high half and residue carry ~22 bits, so the device must match the CPU's f32
 // bound, not the int8 one (FAST keeps cuBLAS on F16-rounded weights: OpCase::threshold allows
-// kDeviceFastNmse). K % 256 == 0, as that kernel needs. Shapes: M over one, two and three 64-row tiles (partial), N a partial 128-row
-// tile (odd: a lone last column) and several tiles.
+// kDeviceFastNmse). K % 256 == 0, as that kernel needs. Shapes: M over one, two and three 64-row tiles (partial), N a
+// partial 128-row tile (odd: a lone last column) and several tiles.
 void add_q8_0_prefill_cases(std::vector<OpCase>& out) {
   constexpr DType wt = DType::Q8_0;
   struct Shape {

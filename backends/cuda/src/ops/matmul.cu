@@ -375,8 +375,8 @@ void mul_mat_q8_mma(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& ds
   auto* hi = static_cast<__half*>(dst.workspace);
   __half* lo = hi + l.x_elems;
   if (dense_f32(x) && n % 4 == 0) {
-    convert_dense_x_kernel<__half><<<convert_blocks(n / 4), kConvertThreads, 0, ctx.stream>>>(
-        static_cast<const float4*>(x.data), hi, lo, n / 4);
+    convert_dense_x_kernel<__half>
+        <<<convert_blocks(n / 4), kConvertThreads, 0, ctx.stream>>>(static_cast<const float4*>(x.data), hi, lo, n / 4);
   } else {
     convert_x_kernel<__half><<<convert_blocks(n), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi, lo, n);
   }

@@ -9,10 +9,11 @@
 // per element instead of three, and no dequantized tile written or read.
 //
 // A block computes a kBM-row x kBN-weight-row output tile over K in steps of kBK = two Q8_0
-// blocks, kStages steps in flight through cp.async: the activations (pre-rounded F16 rows) as
-// 16-byte pieces, the weights as the raw 4-byte words of each row's two blocks (68 bytes). After
-// a step lands, each thread turns one block of one row into F16 levels and its float d in shared
-// memory; the warps then run mma.sync m16n8k16 on ldmatrix fragments.
+// blocks, kStages step buffers through cp.async: the activations (pre-rounded F16 rows) and the
+// 16-byte pieces that hold each weight row's two blocks (68 bytes), as read. After a step lands,
+// each thread turns one block of one row into F16 levels and its float d in shared memory; the
+// warps then run mma.sync m16n8k16 on ldmatrix fragments. matmul.cu sends it EXACT products whose
+// tiles fill the device (q8_mma_fills): tried on a 9B and a 35B-A3B (bench/s19.md).
 #include <algorithm>
 
 #include "kernels.cuh"
@@ -32,14 +33,14 @@ constexpr int kThreads = 256;  // 8 warps: 4 along the rows x 2 along the weight
 constexpr int kWM = 32;        // a warp's activation rows (two 16-row fragments)
 constexpr int kWN = 64;        // and weight rows (eight 8-row fragments)
 constexpr int kFM = kWM / 16, kFN = kWN / 8;
-constexpr int kLd = kBK + 8;   // padded F16 row: ldmatrix's 8 rows fall in distinct banks
+constexpr int kLd = kBK + 8;  // padded F16 row: ldmatrix's 8 rows fall in distinct banks
 constexpr int kBlocksPerStep = kBK / Q::kBlock;
 constexpr int kStepBytes = kBlocksPerStep * Q::kBlockBytes;  // 68: a row's two blocks
 // A step's 68 bytes start 0, 4, 8 or 12 bytes into a 16-byte piece (rows of K % 256 == 0 start on
 // 16 bytes), so five pieces cover them; the last step's five end at the row's end.
 constexpr int kRawPieces = 5;
 constexpr int kRawWords = kRawPieces * 4;
-constexpr int kPieces = kBK / 8;                                // 16-byte pieces of a staged row
+constexpr int kPieces = kBK / 8;  // 16-byte pieces of a staged row
 static_assert(kBlocksPerStep == 2 && kStepBytes % 4 == 0 && 12 + kStepBytes <= 16 * kRawPieces,
               "a step is two blocks, whole words, within five pieces");
 static_assert(kBN * kBlocksPerStep == kThreads, "a thread decodes one block of one row");
@@ -55,13 +56,13 @@ struct Args {
 };
 
 struct Stage {
-  __half a[2][kBM * kLd];            // activations: high half, residue
-  uint32_t raw[kBN * kRawWords];     // the pieces holding the weight rows' two blocks, as read
+  __half a[2][kBM * kLd];         // activations: high half, residue
+  uint32_t raw[kBN * kRawWords];  // the pieces holding the weight rows' two blocks, as read
 };
 
 struct Smem {
   Stage st[kStages];
-  __half b[2][kBN * kLd];             // levels (quants as F16) of the step being multiplied and the next
+  __half b[2][kBN * kLd];                       // levels (quants as F16) of the step being multiplied and the next
   alignas(16) float d[2][kBlocksPerStep][kBN];  // and their scales
 };
 
@@ -272,9 +273,10 @@ void q8_mma_mul_mat(const Ctx& ctx, const Tensor& w, const __half* xh, const __h
                xl,
                static_cast<float*>(dst.data),
                xl != nullptr};
-  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(p.m, kBM)), static_cast<unsigned>(ceil_div<int64_t>(p.n, kBN)));
-  GL_CUDA_CHECK(cudaFuncSetAttribute(q8_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kSmemBytes)));
+  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(p.m, kBM)),
+                  static_cast<unsigned>(ceil_div<int64_t>(p.n, kBN)));
+  GL_CUDA_CHECK(
+      cudaFuncSetAttribute(q8_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
   q8_mma_kernel<<<grid, kThreads, kSmemBytes, ctx.stream>>>(p);
   GL_CUDA_CHECK(cudaGetLastError());
 }
