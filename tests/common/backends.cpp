@@ -49,6 +49,13 @@ std::unique_ptr<Backend> make_test_backend(std::string_view name) {
   return nullptr;
 }
 
+bool software_device(std::string_view name) {
+#ifdef GL_HAVE_VULKAN
+  if (name == "vulkan") return !vulkan::has_gpu();
+#endif
+  return false;
+}
+
 std::vector<NamedBackend> compiled_backends() {
   std::vector<NamedBackend> out;
   for (std::string& name : compiled_backend_names()) {

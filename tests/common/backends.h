@@ -30,5 +30,8 @@ std::vector<std::string> compiled_backend_names();
 // A fresh backend by name; nullptr for a name not compiled in. "cpu-fast" and "cuda-fast" are the
 // CPU and CUDA backends under Precision::FAST (the op tests run the matrix products on them too).
 std::unique_ptr<Backend> make_test_backend(std::string_view name);
+// Whether the named device backend runs on a CPU driver (Vulkan on lavapipe): tests that would
+// take minutes there (long decodes) run a subset, and say so.
+bool software_device(std::string_view name);
 
 }  // namespace gl::test

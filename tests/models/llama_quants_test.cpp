@@ -241,14 +241,20 @@ std::vector<int32_t> greedy(const qwen35::Model& model, Backend& backend, const 
 // (c) Greedy decoding with the MTP head drafting K = 1..3 tokens gives the tokens of plain greedy
 // decoding, on each backend and at both precisions (under FAST the int8 activation rows are
 // quantized one by one, so a verify of K + 1 rows repeats the K + 1 decode steps bit for bit).
+// On a CPU driver (Vulkan on lavapipe) one file at EXACT only: there a quantized LM head decoded
+// element by element makes each file take ~130 s, and Vulkan's FAST changes no quantized product.
+// The GPU machine runs every file at both precisions.
 TEST_P(LlamaQuantsTest, GreedyMtpParity) {
   const std::vector<int32_t> prompt = read_bin<int32_t>(dir_ / "prompt_ids.bin");
   ASSERT_FALSE(prompt.empty());
   for (NamedBackend& nb : compiled_backends()) {
+    const bool software = software_device(nb.name);
+    if (software && GetParam() != std::string("dense-Q4_K_M")) continue;
     auto model = qwen35::Model::load(path(".gguf").string(), *nb.backend);
     ASSERT_TRUE(model.ok()) << model.error();
     if (!(*model)->has_mtp()) GTEST_SKIP() << GetParam() << " has no MTP layer";
     for (Precision p : {Precision::EXACT, Precision::FAST}) {
+      if (software && p == Precision::FAST) continue;
       SCOPED_TRACE(nb.name + (p == Precision::FAST ? " fast" : " exact"));
       const std::vector<int32_t> plain = greedy(**model, *nb.backend, prompt, 0, p);
       ASSERT_EQ(plain.size(), 32u);

@@ -83,22 +83,24 @@ TEST(VulkanBackend, DeclinesWhatItHasNoShaderFor) {
   Tensor* x = ctx.new_tensor(DType::F32, {8, 2}, "x");
   Tensor* ids = ctx.new_tensor(DType::I32, {2}, "ids");
   EXPECT_TRUE(be->supports(*get_rows(ctx, ctx.new_tensor(DType::Q8_0, {64, 4}, "q8"), ids)));
-  EXPECT_FALSE(be->supports(*get_rows(ctx, ctx.new_tensor(DType::Q4_K, {256, 4}, "q4k"), ids)));
+  EXPECT_TRUE(be->supports(*get_rows(ctx, ctx.new_tensor(DType::Q4_K, {256, 4}, "q4k"), ids)));
+  // MXFP4's 17-byte blocks do not fall on the 16-bit words the shaders read.
+  EXPECT_FALSE(be->supports(*get_rows(ctx, ctx.new_tensor(DType::MXFP4, {256, 4}, "mxfp4"), ids)));
   EXPECT_FALSE(be->supports(
-      *mul_mat(ctx, ctx.new_tensor(DType::Q4_K, {256, 4}, "w4k"), ctx.new_tensor(DType::F32, {256, 2}, "x2"))));
+      *mul_mat(ctx, ctx.new_tensor(DType::MXFP4, {256, 4}, "w4"), ctx.new_tensor(DType::F32, {256, 2}, "x2"))));
   Tensor* q8 = ctx.new_tensor(DType::Q8_0, {64, 4}, "cache");
   EXPECT_FALSE(be->supports(*cpy(ctx, ctx.new_tensor(DType::F32, {64, 4}, "src"), q8)));
   EXPECT_TRUE(be->supports(*add(ctx, x, x)));
 }
 
-// rms_norm(x) on Vulkan, a product with Q4_K weights on the CPU (declined), then a Vulkan add: the
+// rms_norm(x) on Vulkan, a product with MXFP4 weights on the CPU (declined), then a Vulkan add: the
 // executor copies across both ways; the result matches the CPU backend alone.
 TEST(VulkanBackend, DeclinedNodeRunsOnTheCpu) {
   GL_REQUIRE_VULKAN();
   auto run = [](Backend& be) {
     Context ctx;
     Tensor* x = ctx.new_tensor(DType::F32, {256, 3}, "x");
-    Tensor* w = ctx.new_tensor(DType::Q4_K, {256, 5}, "w");
+    Tensor* w = ctx.new_tensor(DType::MXFP4, {256, 5}, "w");
     x->flags |= TENSOR_INPUT;
     w->flags |= TENSOR_INPUT;
     Tensor* h = mul_mat(ctx, w, rms_norm(ctx, x, 1e-6f));  // [5, 3]
@@ -110,7 +112,7 @@ TEST(VulkanBackend, DeclinedNodeRunsOnTheCpu) {
     for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<float>(i));
     for (size_t i = 0; i < ws.size(); ++i) ws[i] = std::cos(static_cast<float>(i) * 0.3f);
     std::vector<unsigned char> wq(nbytes(*w));
-    from_float(DType::Q4_K, ws.data(), wq.data(), static_cast<int64_t>(ws.size()));
+    from_float(DType::MXFP4, ws.data(), wq.data(), static_cast<int64_t>(ws.size()));
     EXPECT_TRUE(ex.allocate(g).ok());
     ex.set_input(*x, xs.data());
     ex.set_input(*w, wq.data());

@@ -4,8 +4,8 @@
 // accumulation. A work group of kRowsPerGroup slices of kLanes threads; each slice takes one
 // weight row and a tile of up to kTile activation rows (the weight row is read once per tile: a
 // GEMV for the 1..K+1 rows of decode and verify); lanes stride over k, partial sums reduced in
-// shared memory. Weights F32/F16/BF16 or Q8_0 (blocks of
-// 34 bytes = 17 16-bit words: f16 scale, then 32 int8, as ggml-lite/quants/q8_0.h).
+// shared memory. Weights F32/F16/BF16, or a quantized type of quants.glsl (w_nb in 16-bit words,
+// dim 0 in blocks), decoded element by element as the reference dequantizer computes it.
 #include "common.glsl"
 
 #define kTile 8u
@@ -18,11 +18,13 @@ TENSOR(0, w)
 TENSOR(1, x)
 TENSOR(2, d)
 TENSOR(3, ids)
+#define QARR w16
+#include "quants.glsl"
 
 layout(push_constant) uniform Push {
   uvec4 x_nb;   // elements
   uvec4 d_nb;
-  uvec4 w_nb;   // elements, or 16-bit words for Q8_0 (w_nb.x unused)
+  uvec4 w_nb;   // elements, or 16-bit words for a quantized type (w_nb.x unused)
   uint K, N, M, B2;  // M: activation rows per batch (MUL_MAT_ID: ids per token U); B2: x batches
   uint r2, r3;   // x batches per weight batch
   uint w_off, x_off, d_off, ids_off;
@@ -37,8 +39,10 @@ shared float red[kRowsPerGroup][kTile][kLanes];
 
 // Element k of the weight row starting at `base`.
 float weight(uint tw, uint base, uint k) {
-  if (tw != TYPE_Q8_0) return load_w(tw, base + k * pc.w_nb.x);
-  return Q8_0_AT(w16, base + (k >> 5) * 17u, k & 31u);
+  if (tw == TYPE_Q8_0) return Q8_0_AT(w16, base + (k >> 5) * 17u, k & 31u);
+  if (!is_quant(tw)) return load_w(tw, base + k * pc.w_nb.x);
+  uint qe = quant_elems(tw);
+  return quant_at(tw, base + (k / qe) * quant_words(tw), k % qe);
 }
 
 void main() {

@@ -2,7 +2,7 @@
 // rows.comp - GET_ROWS (out[:, i, b2, b3] = a[:, ids[i, b2, b3], b2, b3]) and SET_ROWS
 // (dst[:, ids[i, b2, b3], b2, b3] = src[:, i, b2, b3]; of repeated ids the last row writes, as on
 // the CPU), with dtype conversion; one thread per element moved. Same dtypes move bits; GET_ROWS
-// also reads Q8_0 rows (s_nb in 16-bit words, dim 0 in blocks of 17). An id
+// also reads quantized rows (s_nb in 16-bit words, dim 0 in blocks: quants.glsl). An id
 // outside [0, n_rows) moves nothing (the CPU reference aborts on it).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -12,6 +12,8 @@ layout(local_size_x = 256) in;
 TENSOR(0, s)
 TENSOR(1, x)
 TENSOR(2, d)
+#define QARR s16
+#include "quants.glsl"
 
 layout(push_constant) uniform Push {
   uvec4 ne;     // elements moved: src of SET_ROWS, dst of GET_ROWS
@@ -55,9 +57,10 @@ void main() {
     from.y = uint(id);
   }
   uint id_d = pc.d_off + idot(to, pc.d_nb);
-  if (ts == TYPE_Q8_0) {
-    uint blk = pc.s_off + (from.x >> 5) * 17u + from.y * pc.s_nb.y + from.z * pc.s_nb.z + from.w * pc.s_nb.w;
-    store_d(td, id_d, Q8_0_AT(s16, blk, from.x & 31u));
+  if (is_quant(ts)) {
+    uint qe = quant_elems(ts);
+    uint blk = pc.s_off + (from.x / qe) * quant_words(ts) + from.y * pc.s_nb.y + from.z * pc.s_nb.z + from.w * pc.s_nb.w;
+    store_d(td, id_d, quant_at(ts, blk, from.x % qe));
     return;
   }
   move_elem(ts, pc.s_off + idot(from, pc.s_nb), td, id_d);

@@ -26,6 +26,31 @@ TypeCode type_code(DType t) {
   return TYPE_F32;
 }
 
+uint32_t quant_code(DType t) {
+  switch (t) {
+    case DType::Q8_0: return 4;
+    case DType::Q4_0: return 5;
+    case DType::Q4_1: return 6;
+    case DType::Q5_0: return 7;
+    case DType::Q5_1: return 8;
+    case DType::Q2_K: return 9;
+    case DType::Q3_K: return 10;
+    case DType::Q4_K: return 11;
+    case DType::Q5_K: return 12;
+    case DType::Q6_K: return 13;
+    case DType::IQ4_NL: return 14;
+    case DType::IQ4_XS: return 15;
+    default: return 0;
+  }
+}
+
+bool quant_rows(const Tensor& t) {
+  const DTypeTraits& tr = dtype_traits(t.type);
+  if (quant_code(t.type) == 0 || t.ne[0] % tr.block_size != 0 || t.nb[0] != tr.block_bytes) return false;
+  if (nelements(t) >= (int64_t{1} << 32)) return false;
+  return t.nb[1] % 2 == 0 && t.nb[2] % 2 == 0 && t.nb[3] % 2 == 0;
+}
+
 bool strides_in_elements(const Tensor& t) {
   if (!has_type_code(t.type)) return false;
   const size_t e = elem_bytes(t.type);

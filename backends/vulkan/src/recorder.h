@@ -31,6 +31,12 @@ enum TypeCode : uint32_t { TYPE_F32 = 0, TYPE_F16 = 1, TYPE_BF16 = 2, TYPE_I32 =
 // Whether t's dtype has a shader code (F32, F16, BF16, I32); quantized types have none.
 bool has_type_code(DType t);
 TypeCode type_code(DType t);
+// The shader code of a quantized dtype (quants.glsl: Q8_0 and the types after it), 0 for one the
+// shaders cannot decode (MXFP4, whose 17-byte blocks do not fall on 16-bit words).
+uint32_t quant_code(DType t);
+// Whether t holds rows of whole blocks of a decodable quantized type with every stride on a 16-bit
+// word (such operands are indexed in words: Recorder::operand).
+bool quant_rows(const Tensor& t);
 // Whether every stride of t is a whole number of its elements (the shaders index in elements).
 bool strides_in_elements(const Tensor& t);
 

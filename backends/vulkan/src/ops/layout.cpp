@@ -1,7 +1,7 @@
 // layout.cpp - GET_ROWS / SET_ROWS (shaders/rows.comp) and CONT / CPY / CONCAT
-// (shaders/copy.comp) for F32, F16, BF16 and I32, and GET_ROWS from Q8_0 (token embeddings);
+// (shaders/copy.comp) for F32, F16, BF16 and I32, and GET_ROWS from the quantized types of
+// quants.glsl (token embeddings);
 // other quantized tensors are declined.
-#include "ggml-lite/quants/q8_0.h"
 #include "ops/ops.h"
 
 namespace gl::vulkan {
@@ -23,18 +23,10 @@ bool plain(const Tensor& t) { return strides_in_elements(t) && nelements(t) < (i
 
 uint32_t groups(uint32_t n) { return (n + 255) / 256; }
 
-constexpr uint32_t kTypeQ8_0 = 4;  // common.glsl's TYPE_Q8_0
-
-// Q8_0 rows of whole blocks, strides in 16-bit words.
-bool q8_0_rows(const Tensor& t) {
-  return t.type == DType::Q8_0 && t.ne[0] % kQ8_0Block == 0 && t.nb[0] == sizeof(BlockQ8_0) && t.nb[1] % 2 == 0 &&
-         t.nb[2] % 2 == 0 && t.nb[3] % 2 == 0 && nelements(t) < (int64_t{1} << 32);
-}
-
 }  // namespace
 
 bool supports_layout(const Tensor& node) {
-  const int first = node.op == Op::GET_ROWS && q8_0_rows(*node.src[0]) && node.type != DType::Q8_0 ? 1 : 0;
+  const int first = node.op == Op::GET_ROWS && quant_rows(*node.src[0]) && !dtype_traits(node.type).is_quant ? 1 : 0;
   for (int i = first; i < node.n_srcs(); ++i)
     if (!plain(*node.src[i])) return false;
   return plain(node);
@@ -54,7 +46,8 @@ void get_rows(Recorder& rec, const Tensor& node) {
   pc.s_off = s.offset;
   pc.x_off = x.offset;
   pc.d_off = d.offset;
-  pc.types = (node.src[0]->type == DType::Q8_0 ? kTypeQ8_0 : s.type) | d.type << 4;
+  const DType st = node.src[0]->type;
+  pc.types = (dtype_traits(st).is_quant ? quant_code(st) : s.type) | d.type << 4;
   pc.set = 0;
   pc.n = static_cast<uint32_t>(nelements(node));
   pc.n_rows = s.ne[1];

@@ -1,5 +1,5 @@
-// matmul.cpp - MUL_MAT and MUL_MAT_ID: F32, F16, BF16 and Q8_0 weights, F32/F16/BF16
-// activations, f32 accumulation. Other quantized weights are declined. Three shaders:
+// matmul.cpp - MUL_MAT and MUL_MAT_ID: F32, F16, BF16 and quantized weights (those quants.glsl
+// decodes: all but MXFP4), F32/F16/BF16 activations, f32 accumulation. Three shaders:
 //   gemm.comp   MUL_MAT with more than kGemvRows activation rows (prefill): shared-memory tiles;
 //               gemm_coop.comp (or its 64 x 64 variant) instead for F16/BF16 weights and F32
 //               activations in 16-byte rows where tensor cores are offered (and the driver builds
@@ -9,20 +9,19 @@
 //               in aligned 16-byte chunks and the device has subgroup arithmetic: 1 or 2
 //               weight rows per work group (`gemv`, `gemv2` and its variants; gemv_rows and
 //               gemv_shader below);
-//   matmul.comp the rest (MUL_MAT_ID, odd weight layouts) - any layout, any device.
+//   matmul.comp the rest (MUL_MAT_ID, odd weight layouts, quantized types other than Q8_0) - any
+//               layout, any device.
 // Which of gemv.comp and matmul.comp runs depends on the weights and the device only, never on
 // the row count, so a row's bits do not depend on how many rows share the product.
 #include <algorithm>
 #include <array>
 
 #include "check.h"
-#include "ggml-lite/quants/q8_0.h"
 #include "ops/ops.h"
 
 namespace gl::vulkan {
 namespace {
 
-constexpr uint32_t kTypeQ8_0 = 4;       // matmul.comp's TYPE_Q8_0
 constexpr uint32_t kTile = 8;           // matmul.comp's kTile
 constexpr uint32_t kRowsPerGroup = 4;   // matmul.comp's kRowsPerGroup
 constexpr uint32_t kGemvRows = 8;       // gemv.comp's kMaxRows
@@ -66,12 +65,6 @@ bool float_operand(const Tensor& t) {
   return (t.type == DType::F32 || t.type == DType::F16 || t.type == DType::BF16) && strides_in_elements(t);
 }
 
-// Q8_0 rows of whole blocks, in 16-bit words (blocks are 34 bytes).
-bool q8_0_weights(const Tensor& w) {
-  return w.type == DType::Q8_0 && w.ne[0] % kQ8_0Block == 0 && w.nb[0] == sizeof(BlockQ8_0) && w.nb[1] % 2 == 0 &&
-         w.nb[2] % 2 == 0 && w.nb[3] % 2 == 0;
-}
-
 // Whether every weight row of w (dtype t) splits into 8-element chunks gemv.comp can read with
 // 16-byte loads. Q8_0 rows are whole blocks, read as 16-bit words.
 bool gemv_weights(const Operand& w, DType t) {
@@ -104,7 +97,7 @@ void fill_product(Push& pc, const Operand& w, const Operand& x, const Operand& d
   pc.w_off = w.offset;
   pc.x_off = x.offset;
   pc.d_off = d.offset;
-  pc.types = (wt == DType::Q8_0 ? kTypeQ8_0 : w.type) | x.type << 4 | d.type << 8;
+  pc.types = (dtype_traits(wt).is_quant ? quant_code(wt) : w.type) | x.type << 4 | d.type << 8;
 }
 
 ProductPush product_push(const Operand& w, const Operand& x, const Operand& d, DType wt) {
@@ -240,14 +233,14 @@ size_t matmul_workspace(const Device& dev, const Tensor& node) {
 bool supports_matmul(const Tensor& node) {
   const Tensor& w = *node.src[0];
   const Tensor& x = *node.src[1];
-  if (!(float_operand(w) || q8_0_weights(w)) || !float_operand(x) || !float_operand(node)) return false;
+  if (!(float_operand(w) || quant_rows(w)) || !float_operand(x) || !float_operand(node)) return false;
   if (nelements(w) >= (int64_t{1} << 32) || nelements(x) >= (int64_t{1} << 32)) return false;
   return node.op == Op::MUL_MAT || strides_in_elements(*node.src[2]);
 }
 
 void mul_mat(Recorder& rec, const Tensor& node) {
-  if (node.op == Op::MUL_MAT_ID) return general_product(rec, node);
   const DType wt = node.src[0]->type;
+  if (node.op == Op::MUL_MAT_ID || (dtype_traits(wt).is_quant && wt != DType::Q8_0)) return general_product(rec, node);
   const Operand w = rec.operand(*node.src[0]);
   const Operand x = rec.operand(*node.src[1]);
   const Operand d = rec.operand(node);

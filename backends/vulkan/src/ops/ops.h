@@ -65,7 +65,7 @@ bool gdr_chunked(const Tensor& node);
 size_t gdr_chunked_workspace(const Tensor& node);  // 0 where gdr_chunked(node) is false
 void gated_delta_rule_chunked(Recorder& rec, const Tensor& node);
 
-// matmul.cpp: MUL_MAT, MUL_MAT_ID (F32, F16, BF16, Q8_0 weights).
+// matmul.cpp: MUL_MAT, MUL_MAT_ID (F32, F16, BF16 and quantized weights but MXFP4).
 bool supports_matmul(const Tensor& node);
 void mul_mat(Recorder& rec, const Tensor& node);
 // Split-K partial sums of a prefill product on tensor cores with few weight rows; else 0.
