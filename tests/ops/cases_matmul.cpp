@@ -335,12 +335,13 @@ void add_q8_0_long_k_cases(std::vector<OpCase>& out) {
   add_ffn_pair_cases(wt, 2304, out);
 }
 
-// Q8_0 prefill products at model-like K. CUDA runs them on tensor cores with the quants as F16
-// operands and each block's d applied to its partial sums (matmul_q8_mma.cu): under EXACT the
-// activations' F16 high half and residue carry ~22 bits, so the device must match the CPU's f32
-// bound, not the int8 one (FAST keeps cuBLAS on F16-rounded weights: OpCase::threshold allows
-// kDeviceFastNmse). K % 256 == 0, as that kernel needs. Shapes: M over one, two and three 64-row tiles (partial), N a
-// partial 128-row tile (odd: a lone last column) and several tiles.
+// Q8_0 prefill products at model-like K, under EXACT within the CPU's f32 bound on every backend
+// (not the int8 one): CUDA's cuBLAS path carries the weights' F16 residue as a third GEMM, and its
+// tensor-core kernel (matmul_q8_mma.cu: quants as F16 operands, each block's d on its partial
+// sums; only where its tiles fill the device, so Q8_0Prefill.FullTilesMatchTheCpu in
+// matmul_fast_test.cpp covers it) the activations' residue. FAST keeps cuBLAS on F16-rounded
+// weights: OpCase::threshold allows kDeviceFastNmse. Shapes: M of one, two and three 64-row tiles
+// (partial), N a partial tile (odd: a lone last column) and several tiles, K % 256 == 0.
 void add_q8_0_prefill_cases(std::vector<OpCase>& out) {
   constexpr DType wt = DType::Q8_0;
   struct Shape {

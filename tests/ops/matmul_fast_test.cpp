@@ -8,10 +8,12 @@
 // harness (cases_matmul.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/backends.h"
@@ -104,6 +106,33 @@ TEST_P(MatmulFast, FastQuantizesActivationsAndExactDoesNot) {
 std::string type_name(const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); }
 
 INSTANTIATE_TEST_SUITE_P(Types, MatmulFast, ::testing::ValuesIn(kFastTypes), type_name);
+
+// CUDA's Q8_0 prefill on tensor cores (matmul_q8_mma.cu) runs only where its 128 x 128 output
+// tiles fill the device, which the op cases' small shapes never do. Here a 9B-like product: 500
+// rows (a partial last tile) by 4095 weight rows (128 tiles on an H100's or H200's 132 SMs; odd,
+// so a lone last column), K = 256, against the CPU. EXACT: within f32 rounding (the activations'
+// F16 halves carry ~22 bits, the quants are exact); FAST keeps cuBLAS on F16-rounded weights
+// (OpCase::kDeviceFastNmse). CUDA only: the CPU reference alone takes ~1 s, lavapipe far longer.
+TEST(Q8_0Prefill, FullTilesMatchTheCpu) {
+  const std::vector<std::string> names = compiled_backend_names();
+  if (std::find(names.begin(), names.end(), "cuda") == names.end()) GTEST_SKIP() << "no CUDA device";
+  constexpr int64_t k = 256, n = 4095, m = 500;
+  const std::vector<float> wf = random_floats(k * n, 3), x = random_floats(k * m, 4);
+  std::vector<char> w(row_bytes(DType::Q8_0, k) * n);
+  from_float(DType::Q8_0, wf.data(), w.data(), k * n);
+  const std::vector<float> want = product("cpu", DType::Q8_0, w, x, k, n, m, Precision::EXACT);
+  for (const auto& [p, bound] : {std::pair{Precision::EXACT, 1e-9}, std::pair{Precision::FAST, 1e-5}}) {
+    SCOPED_TRACE(p == Precision::FAST ? "fast" : "exact");
+    const std::vector<float> got = product("cuda", DType::Q8_0, w, x, k, n, m, p);
+    ASSERT_EQ(got.size(), want.size());
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+      den += static_cast<double>(want[i]) * want[i];
+    }
+    EXPECT_LT(num / den, bound);
+  }
+}
 
 }  // namespace
 }  // namespace gl::test

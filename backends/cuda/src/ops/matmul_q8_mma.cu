@@ -246,21 +246,23 @@ __global__ void __launch_bounds__(kThreads) q8_mma_kernel(Args p) {
 bool q8_mma_supported(const Tensor& w, const Tensor& x) {
   if (w.type != DType::Q8_0 || x.type != DType::F32 || !is_contiguous(x)) return false;
   if (w.ne[2] != 1 || w.ne[3] != 1 || x.ne[2] != 1 || x.ne[3] != 1 || w.nb[0] != size_t{Q::kBlockBytes}) return false;
-  // Rows on 16 bytes (K % 256 == 0: cp.async's pieces, load_step); K < 2^24 keeps the tile's
-  // offsets in 32 bits.
+  // Rows on 16 bytes (K % 256 == 0: cp.async's pieces, load_step); K < 2^24 and a row stride under
+  // 2^32 / kBN bytes keep the tile's offsets in 32 bits.
   const auto addr = reinterpret_cast<uintptr_t>(w.data);
-  return w.ne[0] % 256 == 0 && w.ne[0] < (int64_t{1} << 24) && ceil_div<int64_t>(w.ne[1], kBN) <= kMaxGridY &&
-         w.nb[1] % 16 == 0 && addr != 0 && addr % 16 == 0;
+  return w.ne[0] % 256 == 0 && w.ne[0] < (int64_t{1} << 24) && w.nb[1] < (size_t{1} << 32) / kBN &&
+         ceil_div<int64_t>(w.ne[1], kBN) <= kMaxGridY && w.nb[1] % 16 == 0 && addr != 0 && addr % 16 == 0;
 }
 
 // One wave of output tiles should cover (nearly) every SM: with fewer, cuBLAS's smaller tiles and
 // split K win (35B-A3B Q8_0 pp512 on an H100: 5,441 -> 4,961 tok/s with its [2048, 512] and
-// [512, 2048] products here).
+// [512, 2048] products here). And the device must give a block kSmemBytes of shared memory (sm_90
+// does; sm_80 and the consumer parts do not, and keep cuBLAS).
 bool q8_mma_fills(const Ctx& ctx, const Tensor& w, const Tensor& x) {
-  int sms = 0;
+  int sms = 0, smem = 0;
   GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
+  GL_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device));
   const int64_t tiles = ceil_div<int64_t>(x.ne[1], kBM) * ceil_div<int64_t>(w.ne[1], kBN);
-  return tiles * 10 >= int64_t{sms} * 9;
+  return static_cast<size_t>(smem) >= kSmemBytes && tiles * 10 >= int64_t{sms} * 9;
 }
 
 void q8_mma_mul_mat(const Ctx& ctx, const Tensor& w, const __half* xh, const __half* xl, Tensor& dst) {

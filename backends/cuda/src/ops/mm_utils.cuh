@@ -135,7 +135,8 @@ void mma_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, Tens
 // (dense [K, M]), xl its residue (or null: one product). Supported for rows on 16 bytes
 // (K % 256 == 0) at a 16-byte aligned address.
 bool q8_mma_supported(const Tensor& w, const Tensor& x);
-// Whether its output tiles fill the device (else cuBLAS is faster).
+// Whether its output tiles fill the device and the device gives a block the shared memory it needs
+// (else cuBLAS).
 bool q8_mma_fills(const Ctx& ctx, const Tensor& w, const Tensor& x);
 void q8_mma_mul_mat(const Ctx& ctx, const Tensor& w, const __half* xh, const __half* xl, Tensor& dst);
 
