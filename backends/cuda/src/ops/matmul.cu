@@ -371,17 +371,8 @@ void mul_mat_cublas(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& ds
 void mul_mat_q8_mma(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst) {
   const CublasLayout l = cublas_layout(w, x);
   GL_ASSERT(dst.workspace != nullptr && !l.x_in_place, "cuda mul_mat: Q8_0 tensor-core path without its workspace");
-  const int64_t n = nelements(x);
-  auto* hi = static_cast<__half*>(dst.workspace);
-  __half* lo = hi + l.x_elems;
-  if (dense_f32(x) && n % 4 == 0) {
-    convert_dense_x_kernel<__half>
-        <<<convert_blocks(n / 4), kConvertThreads, 0, ctx.stream>>>(static_cast<const float4*>(x.data), hi, lo, n / 4);
-  } else {
-    convert_x_kernel<__half><<<convert_blocks(n), kConvertThreads, 0, ctx.stream>>>(mm::view_of(x), hi, lo, n);
-  }
-  GL_CUDA_CHECK(cudaGetLastError());
-  mm::q8_mma_mul_mat(ctx, w, hi, lo, dst);
+  auto* hi = static_cast<const __half*>(activations(ctx, x, l, true, dst.workspace).data);
+  mm::q8_mma_mul_mat(ctx, w, hi, hi + l.x_elems, dst);
 }
 
 bool fits_int(const Tensor& t) {
