@@ -174,6 +174,21 @@ void add_mul_mat_chain_cases(std::vector<OpCase>& out) {
     Tensor* sp = softplus(in.ctx, add(in.ctx, p, in.input(DType::F32, {32})));
     return add(in.ctx, mul(in.ctx, sp, in.input(DType::F32, {32})), sp);
   }));
+  // The GDN's two gates back to back, narrow products of one input (CUDA: one launch for both):
+  // softplus(a + dt_bias) * A, then sigmoid(b), at decode and verify rows.
+  // Q4_K too: under FAST its products take int8 activations.
+  for (const DType t : {wt, DType::Q4_K}) {
+    for (const int64_t m : {1, 4}) {
+      out.push_back(mm(t, fmt::format("K256_N32_M{}_twin_gates", m), [=](In& in) {
+        Tensor* x = in.input(DType::F32, {256, m});
+        Tensor* a = mul_mat(in.ctx, in.input(t, {256, 32}), x);
+        Tensor* g =
+            mul(in.ctx, softplus(in.ctx, add(in.ctx, a, in.input(DType::F32, {32}))), in.input(DType::F32, {32}));
+        Tensor* beta = sigmoid(in.ctx, mul_mat(in.ctx, in.input(t, {256, 32}), x));
+        return add(in.ctx, g, beta);
+      }));
+    }
+  }
   // FFN: swiglu(gate, up) right after the up projection (the chain value is swiglu's second operand).
   for (const int64_t m : {1, 3}) {
     out.push_back(mm(wt, fmt::format("K512_N96_M{}_gate_up_then_swiglu", m), [=](In& in) {

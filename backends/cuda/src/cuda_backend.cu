@@ -370,6 +370,7 @@ class CudaBackend final : public Backend {
   size_t fuse(std::span<Tensor* const> nodes) {
     if (!fusion_ || nodes.size() < 2) return 0;
     if (const int n = mul_mat_pair(ctx_, nodes)) return static_cast<size_t>(n);
+    if (const int n = mul_mat_twin(ctx_, nodes)) return static_cast<size_t>(n);
     if (const int n = mul_mat_chain(ctx_, nodes)) return static_cast<size_t>(n);
     auto after = [&](size_t n) { return nodes.size() > n ? nodes[n] : nullptr; };
     if (nodes.size() >= 3 && norm_add_mul(ctx_, *nodes[0], *nodes[1], *nodes[2], after(3))) return 3;

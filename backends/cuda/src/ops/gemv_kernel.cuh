@@ -164,6 +164,36 @@ __host__ __device__ const auto& lead_rows(const Rows& rows) {
   }
 }
 
+// Two products of the same activations, weights of one type and shape, each with its own
+// epilogue chain (TwinChain), as one launch (gemv_mul_mat_twin: the Gated DeltaNet's two narrow
+// gate projections): the grid's first half of blocks takes a, the second half b. Each row is
+// reduced exactly as in a launch of its own (same bits).
+struct TwinRows {
+  MulMatRows a, b;
+  __host__ __device__ int64_t count() const { return a.count(); }
+  template <int M>
+  __device__ bool resolve(int64_t g, Group<M>& grp) const {
+    return (blockIdx.x >= gridDim.x / 2 ? b : a).template resolve<M>(g, grp);
+  }
+};
+
+struct TwinChain {
+  Chain a, b;
+};
+
+template <class Rows>
+inline constexpr bool kTwin = std::is_same_v<Rows, TwinRows>;
+
+__device__ __forceinline__ void chain_fetch(const TwinChain& c, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+                                            float (&others)[kMaxChain]) {
+  chain_fetch(blockIdx.x >= gridDim.x / 2 ? c.b : c.a, i0, i1, i2, i3, others);
+}
+
+__device__ __forceinline__ void chain_run(const TwinChain& c, float v, int64_t i0, int64_t i1, int64_t i2, int64_t i3,
+                                          const float (&others)[kMaxChain]) {
+  chain_run(blockIdx.x >= gridDim.x / 2 ? c.b : c.a, v, i0, i1, i2, i3, others);
+}
+
 // grp.out[i] for a runtime i, by selects (keeps grp in registers).
 template <int M>
 __device__ __forceinline__ float* pick_out(const Group<M>& grp, int i) {
@@ -540,7 +570,7 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
   const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
   const int n_warps = static_cast<int>(blockDim.x) / kWarp;
   const int64_t n_chunks = ceil_div<int64_t>(w.k, C::E);
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * RO;
+  const int64_t n0 = static_cast<int64_t>(kTwin<Rows> ? blockIdx.x % (gridDim.x / 2) : blockIdx.x) * RO;
 
   // Launched as a programmatic dependent (launch_rows): the block is resident and set up while the
   // previous kernel finishes, and waits here before reading anything an earlier kernel wrote.
@@ -640,7 +670,7 @@ int gemv_block_threads(int64_t k) {
 // finishes, they wait (pdl_wait) before reading activations or writing anything.
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 void launch_rows(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, const Epi& epi) {
-  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(w.n, kPaired<Rows> ? R / 2 : R)),
+  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(w.n, kPaired<Rows> ? R / 2 : R) * (kTwin<Rows> ? 2 : 1)),
                   static_cast<unsigned>(rows.count() < kMaxGridY ? rows.count() : kMaxGridY));
   const dim3 block(static_cast<unsigned>(gemv_block_threads<WT, Act>(w.k)));
   launch_pdl(gemv_kernel<WT, M, R, Act, Rows, Epi>, grid, block, ctx.stream, w, x, rows, epi);
@@ -742,7 +772,9 @@ void launch_single(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& row
 // The launch of one product or a pair.
 template <DType WT, int M, class Act, class Rows, class Epi>
 void launch(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows, const Epi& epi) {
-  if constexpr (kPaired<Rows>) {
+  if constexpr (kTwin<Rows>) {  // narrow products: a weight row per block, as launch_single gives them
+    launch_rows<WT, M, 1>(ctx, w, x, rows, epi);
+  } else if constexpr (kPaired<Rows>) {
     launch_pair<WT, M>(ctx, w, x, rows);
   } else {
     launch_single<WT, M>(ctx, w, x, rows, epi);

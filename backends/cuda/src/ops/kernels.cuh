@@ -51,6 +51,10 @@ void mul_mat(const Ctx& ctx, Tensor& dst);  // MUL_MAT
 // the softplus gate chain, swiglu on the up projection): one launch, the chain applied by each
 // output's writer; how many nodes were launched, 0 (nothing launched) when there is no such run.
 int mul_mat_chain(const Ctx& ctx, std::span<Tensor* const> nodes);
+// Two such runs back to back whose narrow products read the same input with weights of one type
+// and layout (the Gated DeltaNet's alpha -> add, softplus, mul and beta -> sigmoid): one launch for
+// both; the nodes launched, or 0.
+int mul_mat_twin(const Ctx& ctx, std::span<Tensor* const> nodes);
 // An FFN's gate and up products of one input (MUL_MAT, or MUL_MAT_ID of at most 8 tokens) and the
 // SWIGLU of the two: one GEMV launch writing all three; 3 when launched, 0 (nothing launched) when
 // the nodes do not have that shape.

@@ -463,26 +463,76 @@ bool chain_step_safe(const Ctx& ctx, std::span<Tensor* const> nodes, int k, std:
   return true;
 }
 
-}  // namespace
+// Whether nodes[0] is a product a GEMV can carry a chain behind: 2-D, the GEMV's rows.
+bool chain_head(const Tensor& mm) {
+  return mm.op == Op::MUL_MAT && mm.src[1]->ne[1] <= mm::kGemvMaxRows && mm.ne[2] == 1 && mm.ne[3] == 1 &&
+         nelements(mm) > 0;
+}
 
-int mul_mat_chain(const Ctx& ctx, std::span<Tensor* const> nodes) {
-  if (nodes.size() < 2 || nodes[0]->op != Op::MUL_MAT) return 0;
+// The product nodes[0], then elementwise nodes of its shape each reading the one before: the
+// steps into c and their operands into others; returns how many nodes the launch takes (1: no
+// chain formed).
+size_t gemv_chain(const Ctx& ctx, std::span<Tensor* const> nodes, Chain& c, const Tensor* (&others)[kMaxChain]) {
   Tensor& mm = *nodes[0];
-  const Tensor& w = *mm.src[0];
-  const Tensor& x = *mm.src[1];
-  if (x.ne[1] > mm::kGemvMaxRows || mm.ne[2] != 1 || mm.ne[3] != 1 || nelements(mm) == 0) return 0;
-  Chain c;
-  const Tensor* others[kMaxChain] = {};
   while (c.n < kMaxChain && static_cast<size_t>(c.n) + 1 < nodes.size()) {
     const Tensor& n = *nodes[static_cast<size_t>(c.n) + 1];
     if (!chainable(n) || !same_shape(n, mm)) break;
     if (!make_step(n, nodes[static_cast<size_t>(c.n)], c.step[c.n], others[c.n])) break;
-    if (!chain_step_safe(ctx, nodes, c.n + 1, others, w, x)) break;
+    if (!chain_step_safe(ctx, nodes, c.n + 1, others, *mm.src[0], *mm.src[1])) break;
     ++c.n;
   }
+  return static_cast<size_t>(c.n) + 1;
+}
+
+// Whether the nodes of one launch's group g (a product and its chain's steps) leave alone what
+// the other group h reads (its weights, x, its steps' operands) and writes: the two groups' blocks
+// run in no fixed order.
+bool clear_of(std::span<Tensor* const> g, std::span<Tensor* const> h, const Tensor* const (&h_others)[kMaxChain]) {
+  for (const Tensor* out : g) {
+    if (!disjoint(*out, *h[0]->src[0]) || !disjoint(*out, *h[0]->src[1])) return false;
+    for (const Tensor* o : h_others)
+      if (o && !disjoint(*out, *o)) return false;
+    for (const Tensor* t : h)
+      if (!disjoint(*out, *t)) return false;
+  }
+  return true;
+}
+
+// Two narrow products of one input whose GEMVs run as a twin: weights of one type and layout,
+// results of one shape, a few activation rows.
+bool twinnable(const Tensor& a, const Tensor& b) {
+  const Tensor& wa = *a.src[0];
+  const Tensor& wb = *b.src[0];
+  return b.src[1] == a.src[1] && wa.type == wb.type && wa.ne == wb.ne && wa.nb == wb.nb && same_shape(a, b) &&
+         a.ne[0] <= kNarrowOutputs && a.src[1]->ne[1] <= mm::kTwinMaxRows;
+}
+
+}  // namespace
+
+int mul_mat_chain(const Ctx& ctx, std::span<Tensor* const> nodes) {
+  if (nodes.size() < 2 || !chain_head(*nodes[0])) return 0;
+  Chain c;
+  const Tensor* others[kMaxChain] = {};
+  const size_t used = gemv_chain(ctx, nodes, c, others);
   if (c.n == 0) return 0;
-  mm::gemv_mul_mat_chain(ctx, w, x, mm, c);
-  return c.n + 1;
+  mm::gemv_mul_mat_chain(ctx, *nodes[0]->src[0], *nodes[0]->src[1], *nodes[0], c);
+  return static_cast<int>(used);
+}
+
+int mul_mat_twin(const Ctx& ctx, std::span<Tensor* const> nodes) {
+  if (nodes.size() < 2 || !chain_head(*nodes[0])) return 0;
+  Chain ca, cb;
+  const Tensor* oa[kMaxChain] = {};
+  const Tensor* ob[kMaxChain] = {};
+  const size_t na = gemv_chain(ctx, nodes, ca, oa);
+  if (na >= nodes.size() || !chain_head(*nodes[na]) || !twinnable(*nodes[0], *nodes[na])) return 0;
+  const size_t nb = gemv_chain(ctx, nodes.subspan(na), cb, ob);
+  const auto ga = nodes.subspan(0, na), gb = nodes.subspan(na, nb);
+  if (!clear_of(ga, gb, ob) || !clear_of(gb, ga, oa)) return 0;
+  Tensor& a = *nodes[0];
+  Tensor& b = *nodes[na];
+  mm::gemv_mul_mat_twin(ctx, *a.src[0], *b.src[0], *a.src[1], a, b, ca, cb);
+  return static_cast<int>(na + nb);
 }
 
 namespace {

@@ -52,6 +52,11 @@ void use_q8_rows(PairRows<Rows>& p, const char* q, const Tensor& x) {
   use_q8_rows(p.act, q, x);
 }
 
+void use_q8_rows(TwinRows& t, const char* q, const Tensor& x) {
+  use_q8_rows(t.a, q, x);
+  use_q8_rows(t.b, q, x);
+}
+
 int rows_per_group_of(int64_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : kGemvMaxRows; }
 
 // MUL_MAT's GEMV over rows (of dst, or a pair whose first product is dst) with weights wd of type wt.
@@ -130,6 +135,21 @@ void gemv_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst)
 void gemv_mul_mat_chain(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst, const Chain& chain) {
   GL_ASSERT(dst.ne[2] == 1 && dst.ne[3] == 1, "gemv epilogue: a 2-D product only");
   gemv_mul_mat_with(ctx, w, x, dst, chain);
+}
+
+void gemv_mul_mat_twin(const Ctx& ctx, const Tensor& wa, const Tensor& wb, const Tensor& x, Tensor& a, Tensor& b,
+                       const Chain& chain_a, const Chain& chain_b) {
+  GL_ASSERT(a.ne[2] == 1 && a.ne[3] == 1 && x.ne[1] <= kTwinMaxRows, "gemv twin: 2-D products of a few rows");
+  const int rpg = rows_per_group_of(x.ne[1]);
+  const TwinRows rows{mul_mat_rows(wa, x, a, rpg), mul_mat_rows(wb, x, b, rpg)};
+  const TwinChain epi{chain_a, chain_b};
+  const WDesc wd = pair_weights(mul_mat_weights(ctx, wa), mul_mat_weights(ctx, wb));
+  if (int8_activations(ctx, wa.type, a)) return gemv_mul_mat_rows(ctx, wa.type, wd, x, a, rows, epi);
+  // Float activations: only the row counts of decode (1) and an MTP verify of up to 3 drafts (4).
+  const XDesc xd =
+      act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2]), static_cast<int64_t>(x.nb[3])});
+  if (rpg == 1) return launch_dtype<1>(ctx, wa.type, wd, xd, rows, epi);
+  launch_dtype<4>(ctx, wa.type, wd, xd, rows, epi);
 }
 
 void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,

@@ -84,6 +84,7 @@ void launch_q8(const Ctx& ctx, DType wt, int m, const WDesc& w, const Rows& rows
 template void launch_q8<MulMatRows, NoEpilogue>(const Ctx&, DType, int, const WDesc&, const MulMatRows&,
                                                 const NoEpilogue&);
 template void launch_q8<MulMatRows, Chain>(const Ctx&, DType, int, const WDesc&, const MulMatRows&, const Chain&);
+template void launch_q8<TwinRows, TwinChain>(const Ctx&, DType, int, const WDesc&, const TwinRows&, const TwinChain&);
 template void launch_q8<IdRows, NoEpilogue>(const Ctx&, DType, int, const WDesc&, const IdRows&, const NoEpilogue&);
 template void launch_q8<PairRows<MulMatRows>, NoEpilogue>(const Ctx&, DType, int, const WDesc&,
                                                           const PairRows<MulMatRows>&, const NoEpilogue&);

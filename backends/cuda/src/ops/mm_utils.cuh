@@ -107,6 +107,12 @@ void gemv_mul_mat(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst)
 // The same for a 2-D product, each output then carried through chain (element (n, m) of its
 // [N, M] shape) by the thread that wrote it (see mul_mat_chain in matmul.cu).
 void gemv_mul_mat_chain(const Ctx& ctx, const Tensor& w, const Tensor& x, Tensor& dst, const Chain& chain);
+// matmul_gemv.cu. Two 2-D products of the same x (at most kTwinMaxRows rows), weights of one
+// type and layout, each carried through its own chain, as one launch (TwinRows in
+// gemv_kernel.cuh; see mul_mat_twin in matmul.cu). Each output has its own launch's bits.
+inline constexpr int64_t kTwinMaxRows = 4;
+void gemv_mul_mat_twin(const Ctx& ctx, const Tensor& wa, const Tensor& wb, const Tensor& x, Tensor& a, Tensor& b,
+                       const Chain& chain_a, const Chain& chain_b);
 // matmul_gemv.cu. mul_mat_id as one single-row GEMV per (u, t) slot (tiles == nullptr), or one
 // GEMV of up to kGemvMaxRows rows per tile of slots routed to the same expert.
 void gemv_mul_mat_id(const Ctx& ctx, const Tensor& experts, const Tensor& x, const Tensor& ids, Tensor& dst,
