@@ -472,24 +472,30 @@ bool chain_head(const Tensor& mm) {
 // The product nodes[0], then elementwise nodes of its shape each reading the one before: the
 // steps into c and their operands into others; returns how many nodes the launch takes (1: no
 // chain formed).
-size_t gemv_chain(const Ctx& ctx, std::span<Tensor* const> nodes, Chain& c, const Tensor* (&others)[kMaxChain]) {
+size_t gemv_chain(const Ctx& ctx, std::span<Tensor* const> nodes, Chain& c, const Tensor* (&others)[kMaxChain],
+                  int max_steps = kMaxChain) {
   Tensor& mm = *nodes[0];
-  while (c.n < kMaxChain && static_cast<size_t>(c.n) + 1 < nodes.size()) {
+  c.n = 0;
+  while (c.n < max_steps && static_cast<size_t>(c.n) + 1 < nodes.size()) {
     const Tensor& n = *nodes[static_cast<size_t>(c.n) + 1];
     if (!chainable(n) || !same_shape(n, mm)) break;
     if (!make_step(n, nodes[static_cast<size_t>(c.n)], c.step[c.n], others[c.n])) break;
     if (!chain_step_safe(ctx, nodes, c.n + 1, others, *mm.src[0], *mm.src[1])) break;
     ++c.n;
   }
+  std::fill(others + c.n, others + kMaxChain, nullptr);  // a refused step may have set its operand
   return static_cast<size_t>(c.n) + 1;
 }
 
 // Whether the nodes of one launch's group g (a product and its chain's steps) leave alone what
-// the other group h reads (its weights, x, its steps' operands) and writes: the two groups' blocks
-// run in no fixed order.
-bool clear_of(std::span<Tensor* const> g, std::span<Tensor* const> h, const Tensor* const (&h_others)[kMaxChain]) {
+// the other group h reads (its weights, x, its steps' operands, the int8 rows of x in the
+// workspace of a, the product whose workspace the launch reads) and writes: the two groups'
+// blocks run in no fixed order.
+bool clear_of(const Ctx& ctx, std::span<Tensor* const> g, std::span<Tensor* const> h,
+              const Tensor* const (&h_others)[kMaxChain], const Tensor& a) {
   for (const Tensor* out : g) {
     if (!disjoint(*out, *h[0]->src[0]) || !disjoint(*out, *h[0]->src[1])) return false;
+    if (!clear_of_workspace(ctx, *out, a)) return false;
     for (const Tensor* o : h_others)
       if (o && !disjoint(*out, *o)) return false;
     for (const Tensor* t : h)
@@ -505,6 +511,11 @@ bool twinnable(const Tensor& a, const Tensor& b) {
   const Tensor& wb = *b.src[0];
   return b.src[1] == a.src[1] && wa.type == wb.type && wa.ne == wb.ne && wa.nb == wb.nb && same_shape(a, b) &&
          a.ne[0] <= kNarrowOutputs && a.src[1]->ne[1] <= mm::kTwinMaxRows;
+}
+
+int launch_twin(const Ctx& ctx, Tensor& a, Tensor& b, const Chain& ca, const Chain& cb, size_t nodes) {
+  mm::gemv_mul_mat_twin(ctx, *a.src[0], *b.src[0], *a.src[1], a, b, ca, cb);
+  return static_cast<int>(nodes);
 }
 
 }  // namespace
@@ -526,13 +537,18 @@ int mul_mat_twin(const Ctx& ctx, std::span<Tensor* const> nodes) {
   const Tensor* ob[kMaxChain] = {};
   const size_t na = gemv_chain(ctx, nodes, ca, oa);
   if (na >= nodes.size() || !chain_head(*nodes[na]) || !twinnable(*nodes[0], *nodes[na])) return 0;
-  const size_t nb = gemv_chain(ctx, nodes.subspan(na), cb, ob);
-  const auto ga = nodes.subspan(0, na), gb = nodes.subspan(na, nb);
-  if (!clear_of(ga, gb, ob) || !clear_of(gb, ga, oa)) return 0;
   Tensor& a = *nodes[0];
-  Tensor& b = *nodes[na];
-  mm::gemv_mul_mat_twin(ctx, *a.src[0], *b.src[0], *a.src[1], a, b, ca, cb);
-  return static_cast<int>(na + nb);
+  const auto ga = nodes.subspan(0, na);
+  // b's chain as long as both groups stay clear of each other (a later node reading a's results,
+  // as a sum of the two gates would, ends it there).
+  for (int steps = kMaxChain; steps >= 0; --steps) {
+    const size_t nb = gemv_chain(ctx, nodes.subspan(na), cb, ob, steps);
+    const auto gb = nodes.subspan(na, nb);
+    if (clear_of(ctx, ga, gb, ob, a) && clear_of(ctx, gb, ga, oa, a))
+      return launch_twin(ctx, a, *nodes[na], ca, cb, na + nb);
+    steps = std::min(steps, cb.n);  // the next try takes one step fewer than this one found
+  }
+  return 0;
 }
 
 namespace {

@@ -141,11 +141,14 @@ void gemv_mul_mat_twin(const Ctx& ctx, const Tensor& wa, const Tensor& wb, const
                        const Chain& chain_a, const Chain& chain_b) {
   GL_ASSERT(a.ne[2] == 1 && a.ne[3] == 1 && x.ne[1] <= kTwinMaxRows, "gemv twin: 2-D products of a few rows");
   const int rpg = rows_per_group_of(x.ne[1]);
+  static_assert(kTwinMaxRows <= 4, "rows_per_group_of gives 1, 2 or 4: one group of rows");
   const TwinRows rows{mul_mat_rows(wa, x, a, rpg), mul_mat_rows(wb, x, b, rpg)};
   const TwinChain epi{chain_a, chain_b};
   const WDesc wd = pair_weights(mul_mat_weights(ctx, wa), mul_mat_weights(ctx, wb));
   if (int8_activations(ctx, wa.type, a)) return gemv_mul_mat_rows(ctx, wa.type, wd, x, a, rows, epi);
-  // Float activations: only the row counts of decode (1) and an MTP verify of up to 3 drafts (4).
+  // Float activations: one launch shape for decode (1 row) and one for 2..4 rows (a verify of up to
+  // 3 drafts; rows past the count are read, never written). The int8 path above instantiates its
+  // own row counts (launch_q8).
   const XDesc xd =
       act_desc(x, {static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2]), static_cast<int64_t>(x.nb[3])});
   if (rpg == 1) return launch_dtype<1>(ctx, wa.type, wd, xd, rows, epi);
