@@ -94,15 +94,6 @@ Gates run_gates(std::string_view backend, DType t, const GateInputs& in, int64_t
   return out;
 }
 
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0.0, den = 0.0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return num / den;
-}
-
 using GatesParam = std::tuple<std::string, Precision, DType>;
 
 class GdnGates : public ::testing::TestWithParam<GatesParam> {};

@@ -94,13 +94,8 @@ TEST_P(MatmulFast, FastQuantizesActivationsAndExactDoesNot) {
   const std::vector<float> exact_again = product("cpu", GetParam(), o.w, o.x, kK, kN, kM, Precision::EXACT);
   ASSERT_EQ(fast.size(), exact.size());
   EXPECT_EQ(std::memcmp(exact.data(), exact_again.data(), exact.size() * sizeof(float)), 0);
-  double err = 0.0, ref = 0.0;
-  for (size_t i = 0; i < fast.size(); ++i) {
-    err += (static_cast<double>(fast[i]) - exact[i]) * (static_cast<double>(fast[i]) - exact[i]);
-    ref += static_cast<double>(exact[i]) * exact[i];
-  }
-  EXPECT_GT(err, 0.0) << "FAST took the exact path";
-  EXPECT_LT(err / ref, 1e-4) << "the op harness's FAST bound (kNmseQ8Out)";
+  EXPECT_GT(nmse(fast, exact), 0.0) << "FAST took the exact path";
+  EXPECT_LT(nmse(fast, exact), 1e-4) << "the op harness's FAST bound (kNmseQ8Out)";
 }
 
 std::string type_name(const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); }
@@ -125,12 +120,7 @@ TEST(Q8_0Prefill, FullTilesMatchTheCpu) {
     SCOPED_TRACE(p == Precision::FAST ? "fast" : "exact");
     const std::vector<float> got = product("cuda", DType::Q8_0, w, x, k, n, m, p);
     ASSERT_EQ(got.size(), want.size());
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-      den += static_cast<double>(want[i]) * want[i];
-    }
-    EXPECT_LT(num / den, bound);
+    EXPECT_LT(nmse(got, want), bound);
   }
 }
 

@@ -27,6 +27,16 @@ inline std::vector<float> random_floats(int64_t n, uint32_t seed) {
   return v;
 }
 
+// sum (got - want)^2 / sum want^2, in double.
+inline double nmse(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  return num / den;
+}
+
 // w [k, n] (stored as t) times x [k, m] on the named test backend at precision p.
 inline std::vector<float> product(std::string_view backend, DType t, const std::vector<char>& w,
                                   const std::vector<float>& x, int64_t k, int64_t n, int64_t m, Precision p) {

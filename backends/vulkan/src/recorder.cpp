@@ -44,6 +44,8 @@ uint32_t quant_code(DType t) {
   }
 }
 
+uint32_t shader_type(DType t, const Operand& o) { return dtype_traits(t).is_quant ? quant_code(t) : o.type; }
+
 bool quant_rows(const Tensor& t) {
   const DTypeTraits& tr = dtype_traits(t.type);
   if (quant_code(t.type) == 0 || t.ne[0] % tr.block_size != 0 || t.nb[0] != tr.block_bytes) return false;

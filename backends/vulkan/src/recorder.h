@@ -51,6 +51,9 @@ struct Operand {
   bool written = false;         // the node's memory or workspace: what its dispatches write
 };
 
+// The shader code of operand o of dtype t: its quant_code when quantized, else o's plain type.
+uint32_t shader_type(DType t, const Operand& o);
+
 // Descriptor sets for one command buffer; reset() once the GPU is done with it.
 class DescriptorArena {
  public:

@@ -46,8 +46,7 @@ void get_rows(Recorder& rec, const Tensor& node) {
   pc.s_off = s.offset;
   pc.x_off = x.offset;
   pc.d_off = d.offset;
-  const DType st = node.src[0]->type;
-  pc.types = (dtype_traits(st).is_quant ? quant_code(st) : s.type) | d.type << 4;
+  pc.types = shader_type(node.src[0]->type, s) | d.type << 4;
   pc.set = 0;
   pc.n = static_cast<uint32_t>(nelements(node));
   pc.n_rows = s.ne[1];

@@ -97,7 +97,7 @@ void fill_product(Push& pc, const Operand& w, const Operand& x, const Operand& d
   pc.w_off = w.offset;
   pc.x_off = x.offset;
   pc.d_off = d.offset;
-  pc.types = (dtype_traits(wt).is_quant ? quant_code(wt) : w.type) | x.type << 4 | d.type << 8;
+  pc.types = shader_type(wt, w) | x.type << 4 | d.type << 8;
 }
 
 ProductPush product_push(const Operand& w, const Operand& x, const Operand& d, DType wt) {
