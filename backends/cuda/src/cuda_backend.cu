@@ -374,6 +374,15 @@ class CudaBackend final : public Backend {
     if (const int n = mul_mat_chain(ctx_, nodes)) return static_cast<size_t>(n);
     auto after = [&](size_t n) { return nodes.size() > n ? nodes[n] : nullptr; };
     if (nodes.size() >= 3 && norm_add_mul(ctx_, *nodes[0], *nodes[1], *nodes[2], after(3))) return 3;
+    const Tensor* carried = nullptr;
+    if (const int n = conv_window_norm(ctx_, nodes, &carried)) {
+      if (carried) {  // the copy's write happened here (as gated_delta_rule_to_cache's)
+        written_.note(*carried);
+        forget_overwritten_q8(*carried);
+        done_early_.insert(carried);
+      }
+      return static_cast<size_t>(n);
+    }
     if (nodes.size() >= 3 && conv_window(ctx_, *nodes[0], *nodes[1], *nodes[2])) return 3;
     if (norm_mul(ctx_, *nodes[0], *nodes[1], after(2))) return 2;
     if (softmax_top_k(ctx_, *nodes[0], *nodes[1])) return 2;

@@ -105,6 +105,16 @@ inline bool safe_to_fuse(const Tensor& out, const Tensor& in) {
   return out.data == in.data && out.type == in.type && out.ne == in.ne && out.nb == in.nb;
 }
 
+// Whether node n touches the bytes of t: its output or a source lies on them (a view of t, or any
+// other tensor placed there, a split's staged copy included).
+inline bool touches(const Tensor& n, const Tensor& t) {
+  auto on_t = [&](const Tensor* x) { return x && x->data && !disjoint(*x, t); };
+  if (on_t(&n)) return true;
+  for (const Tensor* s : n.src)
+    if (on_t(s)) return true;
+  return false;
+}
+
 // Contiguous F32 at a 16-byte aligned address: readable as float4 from element 0.
 inline bool dense_f32(const Tensor& t) {
   return t.type == DType::F32 && is_contiguous(t) && reinterpret_cast<uintptr_t>(t.data) % 16 == 0;

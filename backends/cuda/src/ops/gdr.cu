@@ -190,16 +190,6 @@ void run_gdr(const Ctx& ctx, Tensor& dst, float* cache) {
   launch<32>(ctx, a);
 }
 
-// Whether node n touches the bytes of t: its output or a source lies on them (a view of t, or any
-// other tensor placed there, a split's staged copy included).
-bool touches(const Tensor& n, const Tensor& t) {
-  auto on_t = [&](const Tensor* x) { return x && x->data && !disjoint(*x, t); };
-  if (on_t(&n)) return true;
-  for (const Tensor* s : n.src)
-    if (on_t(s)) return true;
-  return false;
-}
-
 }  // namespace
 
 void gated_delta_rule(const Ctx& ctx, Tensor& dst) { run_gdr(ctx, dst, nullptr); }

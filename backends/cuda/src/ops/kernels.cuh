@@ -64,6 +64,11 @@ void ssm_conv(const Ctx& ctx, Tensor& dst);    // SSM_CONV
 // CONCAT(state, new, dim 1) -> SSM_CONV -> SILU (the GDN input path), one kernel writing all three
 // results; false (nothing launched) when the three do not have that shape.
 bool conv_window(const Ctx& ctx, Tensor& concat, Tensor& conv, Tensor& silu);
+// The same three, then (past views) the L2_NORM of the activation's q and k head rows and the
+// SCALE of the q rows, as the Gated DeltaNet builds them: one kernel writing all five results; with
+// one new column it also does the CPY that carries the window's last columns into the state (set
+// in *carried, which the caller then does not launch). The nodes launched, or 0.
+int conv_window_norm(const Ctx& ctx, std::span<Tensor* const> nodes, const Tensor** carried);
 void gated_delta_rule(const Ctx& ctx, Tensor& dst);  // GATED_DELTA_RULE
 // A GATED_DELTA_RULE (recurrent form) whose last state a later CPY puts back into the state it
 // read (the model's cache update, an effect at the end of the step graph), with nothing between
