@@ -666,6 +666,123 @@ int gemv_block_threads(int64_t k) {
   return gemv_threads(k, ActChunk<WT, Act>::E * kThreadChunks<WT, Act>);
 }
 
+// ---- the decode GEMV of int8 activations, persistent and pipelined --------------------------------
+
+// One activation row (decode) against rows of at most one int8 chunk per thread (K <= 64 threads'
+// chunks: the model's 4096-wide inputs): the grid is what the device holds at once, block b takes
+// row groups b, b + G, ..., and the next group's weight chunks load into registers while this
+// group's dot products, reduction and stores run (x's chunk is loaded once). Launches in a chain
+// cost one memory round trip per block instead of one per group, and the loads never stop: measured
+// in a standalone probe on the H100 (s21), a 4096 x 4096 Q4_K GEMV 5.8 -> 4.3 us, 4096 x 8192
+// 10.3 -> 8.3, 4096 x 24576 25.3 -> 21.0 (gemv_kernel at 2 or 4 rows a block). Each output is its
+// thread's one dot product, the warp's xor tree and the warps in order, as gemv_kernel forms it at
+// any M: the bits are gemv_kernel's (MTP verify, M > 1, stays there).
+template <DType WT, int R, class Rows, class Epi>
+__global__ void __launch_bounds__(kMaxThreads) gemv_pipe_kernel(WDesc w, Rows rows, Epi epi) {
+  using Act = Q8Act;
+  using C = ActChunk<WT, Act>;
+  constexpr bool kPair = kPaired<Rows>;
+  constexpr int RO = kPair ? R / 2 : R;  // output rows of each weight matrix
+  static_assert(!kPair || (R % 2 == 0 && std::is_same_v<Epi, NoEpilogue>), "a pair: R / 2 rows of each");
+  __shared__ float red[kMaxThreads / kWarp][R];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
+  const int n_warps = static_cast<int>(blockDim.x) / kWarp;
+  const bool active = tid < ceil_div<int64_t>(w.k, C::E);
+  const int64_t n_groups = ceil_div<int64_t>(w.n, RO);
+  typename C::Chunk cur[R], nxt[R];
+  auto load_group = [&](int64_t g, typename C::Chunk(&wc)[R]) {
+    const char* wrow[R];
+    if constexpr (kPair) {
+      const char* wg[RO];
+      const char* wu[RO];
+      block_rows<RO>(rows.gate.w, g * RO, w, wg);
+      block_rows<RO>(rows.up.w, g * RO, w, wu);
+#pragma unroll
+      for (int r = 0; r < RO; ++r) wrow[r] = wg[r], wrow[RO + r] = wu[r];
+    } else {
+      block_rows<R>(rows.w, g * R, w, wrow);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) C::load(wrow[r], tid, w, wc[r]);
+  };
+  int64_t g = blockIdx.x;
+  pdl_trigger();
+  if (w.early && active && g < n_groups) load_group(g, cur);  // no kernel writes these weights
+  pdl_wait();
+  if (!w.early && active && g < n_groups) load_group(g, cur);
+  Group<1> grp;
+  [[maybe_unused]] Group<1> up, act;
+  lead_rows(rows).template resolve<1>(0, grp);
+  if constexpr (kPair) {
+    rows.up.template resolve<1>(0, up);
+    rows.act.template resolve<1>(0, act);
+  }
+  typename Act::template Vals<C> xv;
+  if (active) Act{}.template load<C>(grp.x[0], tid, w.k, xv);
+  for (; g < n_groups; g += gridDim.x) {
+    if (active && g + gridDim.x < n_groups) load_group(g + gridDim.x, nxt);
+    const int64_t n = g * RO + tid;
+    const bool writes = tid < RO && n < w.n;
+    [[maybe_unused]] float epi_in[kMaxChain];
+    if constexpr (!std::is_same_v<Epi, NoEpilogue>)
+      if (writes) chain_fetch(epi, n, 0, 0, 0, epi_in);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float s = warp_sum(active ? Act::template dot<C>(cur[r], xv, 0.0f) : 0.0f);
+      if (lane == 0) red[warp][r] = s;
+    }
+    __syncthreads();
+    if (writes) {
+      float s = red[0][tid];
+      for (int v = 1; v < n_warps; ++v) s += red[v][tid];
+      grp.out[0][n] = s;
+      if constexpr (kPair) {  // as gemv_kernel: the up row's sum in the same order, then the swiglu
+        float u = red[0][tid + RO];
+        for (int v = 1; v < n_warps; ++v) u += red[v][tid + RO];
+        up.out[0][n] = u;
+        act.out[0][n] = apply_binary<BinaryOp::SWIGLU>(s, u);
+      }
+      if constexpr (!std::is_same_v<Epi, NoEpilogue>) chain_run(epi, s, n, 0, 0, 0, epi_in);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < R; ++r) cur[r] = nxt[r];
+  }
+}
+
+// The instantiations gemv_pipe_kernel has: Q4_K MUL_MAT products and pairs. (Q5_K's chunks fit too,
+// but at 4 rows its kernel holds 203 registers and was not measured; Q6_K's int8 chunks are two a
+// thread at K = 4096, see kThreadChunks.)
+template <DType WT, class Rows>
+inline constexpr bool kPipeable = WT == DType::Q4_K&& kThreadChunks<WT, Q8Act> == 1 &&
+                                  (std::is_same_v<Rows, MulMatRows> || std::is_same_v<Rows, PairRows<MulMatRows>>);
+
+// Whether a launch takes gemv_pipe_kernel: one activation row and one group (a 2-D decode
+// product or pair), at most one int8 chunk per thread.
+template <DType WT, class Rows>
+bool pipe_fits(const WDesc& w, const Rows& rows) {
+  const MulMatRows& r = lead_rows(rows);
+  const int64_t chunks = ceil_div<int64_t>(w.k, ActChunk<WT, Q8Act>::E);
+  return r.m == 1 && r.count() == 1 && chunks <= gemv_block_threads<WT, Q8Act>(w.k);
+}
+
+// The grid: the blocks the device holds at once (at most one a row group).
+template <DType WT, int R, class Rows, class Epi>
+void launch_pipe(const Ctx& ctx, const WDesc& w, const Rows& rows, const Epi& epi) {
+  const int threads = gemv_block_threads<WT, Q8Act>(w.k);
+  static const int64_t slots = [&] {
+    int per_sm = 0, sms = 0;
+    GL_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_pipe_kernel<WT, R, Rows, Epi>, threads, 0));
+    GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
+    return std::max<int64_t>(int64_t{per_sm} * sms, 1);
+  }();
+  const int64_t groups = ceil_div<int64_t>(w.n, kPaired<Rows> ? R / 2 : R);
+  launch_pdl(gemv_pipe_kernel<WT, R, Rows, Epi>, dim3(static_cast<unsigned>(std::min(groups, slots))), dim3(threads),
+             ctx.stream, w, rows, epi);
+  GL_CUDA_CHECK(cudaGetLastError());
+}
+
 // GEMVs are launched as programmatic dependents (common.cuh): resident while the previous kernel
 // finishes, they wait (pdl_wait) before reading activations or writing anything.
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
@@ -716,6 +833,8 @@ template <DType WT, int M, class Act, class Rows>
 void launch_pair(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows) {
   const NoEpilogue epi{};
   if constexpr (std::is_same_v<Act, Q8Act>) {
+    if constexpr (M == 1 && kPipeable<WT, Rows>)  // a row of gate and of up a group (the probe: N 12288-24576)
+      if (pipe_fits<WT>(w, rows)) return launch_pipe<WT, 2>(ctx, w, rows, epi);
     if (ceil_div<int64_t>(w.n, 2) * rows.count() >= kManyBlocks) return launch_rows<WT, M, 4>(ctx, w, x, rows, epi);
     launch_rows<WT, M, 2>(ctx, w, x, rows, epi);
   } else if constexpr (is_weight_only_quant(WT)) {
@@ -750,6 +869,11 @@ void launch_single(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& row
   if constexpr (std::is_same_v<Act, Q8Act>) {
     constexpr int kQ = gemv_rows_of<WT>();
     static_assert(kQ == 4, "int8 GEMV rows: 4, 2 or 1");
+    // Pipelined at one activation row: 4 weight rows a group up to N = 8192, then 2 (the probe's
+    // best at 4096 x 4096 and 8192 was 4, past that 1 - 2).
+    if constexpr (M == 1 && kPipeable<WT, Rows>)
+      if (pipe_fits<WT>(w, rows))
+        return w.n <= 8192 ? launch_pipe<WT, 4>(ctx, w, rows, epi) : launch_pipe<WT, 2>(ctx, w, rows, epi);
     const int threads = gemv_block_threads<WT, Act>(w.k);
     const int64_t b4 = ceil_div<int64_t>(w.n, 4) * rows.count(), b2 = ceil_div<int64_t>(w.n, 2) * rows.count();
     const double f4 = wave_fill(b4, gemv_slots<WT, M, 4, Act, Rows, Epi>(ctx, threads));
