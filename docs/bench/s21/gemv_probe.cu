@@ -167,20 +167,6 @@ __global__ void tiny_kernel(float* out, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = out[i] * 0.5f + 1.0f;
 }
 
-template <class... KArgs, class... Args>
-void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  CK(cudaLaunchKernelEx(&cfg, kernel, args...));
-}
-
 struct Shape {
   const char* name;
   int64_t k, n;
@@ -239,13 +225,13 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
       printf("%-6s %-11s %-28s %8.2f us %7.0f GB/s\n", tname, sh.name, what, us, bytes / us / 1e3);
     };
     report("stream 132x8x256", time_graph(s, [&](int i) {
-             launch(stream_kernel, dim3(sms * 8), dim3(256), s,
-                    reinterpret_cast<const uint4*>(pool + (i % slots) * stride), bytes / 16, sink);
+             launch_pdl(stream_kernel, dim3(sms * 8), dim3(256), s,
+                        reinterpret_cast<const uint4*>(pool + (i % slots) * stride), bytes / 16, sink);
            }));
     auto prod = [&]<int R>(const char* what) {
       report(what, time_graph(s, [&](int i) {
-               launch(gemv_kernel<WT, 1, R, Q8Act, MulMatRows, NoEpilogue>, dim3(ceil_div<int64_t>(sh.n, R)),
-                      dim3(threads), s, w, Q8Act{}, rows_at(i, out), NoEpilogue{});
+               launch_pdl(gemv_kernel<WT, 1, R, Q8Act, MulMatRows, NoEpilogue>, dim3(ceil_div<int64_t>(sh.n, R)),
+                          dim3(threads), s, w, Q8Act{}, rows_at(i, out), NoEpilogue{});
              }));
     };
     prod.template operator()<1>("prod R1");
@@ -258,7 +244,7 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
       char buf[64];
       snprintf(buf, sizeof buf, "%s occ%d grid%lld", what, occ, static_cast<long long>(grid));
       report(buf, time_graph(s, [&](int i) {
-               launch(gemv_persist<WT, R, D>, dim3(grid), dim3(threads), s, w, rows_at(i, out2));
+               launch_pdl(gemv_persist<WT, R, D>, dim3(grid), dim3(threads), s, w, rows_at(i, out2));
              }));
     };
     pers.template operator()<2, 0>(64, "pers R2 D0");
@@ -276,8 +262,9 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
       const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(sh.n, R), int64_t{sms} * std::min(per_sm, occ));
       char buf[64];
       snprintf(buf, sizeof buf, "%s occ%d grid%lld", what, occ, static_cast<long long>(grid));
-      report(buf, time_graph(
-                      s, [&](int i) { launch(gemv_pipe<WT, R>, dim3(grid), dim3(threads), s, w, rows_at(i, out2)); }));
+      report(buf, time_graph(s, [&](int i) {
+               launch_pdl(gemv_pipe<WT, R>, dim3(grid), dim3(threads), s, w, rows_at(i, out2));
+             }));
     };
     pipe.template operator()<1>(64, "pipe R1");
     pipe.template operator()<2>(64, "pipe R2");
@@ -286,9 +273,9 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
     pipe.template operator()<4>(6, "pipe R4 6/SM");
     pipe.template operator()<4>(4, "pipe R4 4/SM");
     if (ceil_div<int64_t>(sh.k, ActChunk<WT, Q8Act>::E) <= threads) {
-      launch(gemv_kernel<WT, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(ceil_div<int64_t>(sh.n, 2)), dim3(threads), s,
-             w, Q8Act{}, rows_at(0, out), NoEpilogue{});
-      launch(gemv_pipe<WT, 2>, dim3(sms * 4), dim3(threads), s, w, rows_at(0, out2));
+      launch_pdl(gemv_kernel<WT, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(ceil_div<int64_t>(sh.n, 2)), dim3(threads),
+                 s, w, Q8Act{}, rows_at(0, out), NoEpilogue{});
+      launch_pdl(gemv_pipe<WT, 2>, dim3(sms * 4), dim3(threads), s, w, rows_at(0, out2));
       CK(cudaStreamSynchronize(s));
       std::vector<float> a(sh.n), b(sh.n);
       CK(cudaMemcpy(a.data(), out, sh.n * 4, cudaMemcpyDeviceToHost));
@@ -299,9 +286,9 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
              static_cast<long long>(sh.n));
     }
     // Same bits: the persistent kernel's outputs against production's, on slot 0.
-    launch(gemv_kernel<WT, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(ceil_div<int64_t>(sh.n, 2)), dim3(threads), s, w,
-           Q8Act{}, rows_at(0, out), NoEpilogue{});
-    launch(gemv_persist<WT, 2, 4>, dim3(sms * 4), dim3(threads), s, w, rows_at(0, out2));
+    launch_pdl(gemv_kernel<WT, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(ceil_div<int64_t>(sh.n, 2)), dim3(threads), s,
+               w, Q8Act{}, rows_at(0, out), NoEpilogue{});
+    launch_pdl(gemv_persist<WT, 2, 4>, dim3(sms * 4), dim3(threads), s, w, rows_at(0, out2));
     CK(cudaStreamSynchronize(s));
     std::vector<float> a(sh.n), b(sh.n);
     CK(cudaMemcpy(a.data(), out, sh.n * 4, cudaMemcpyDeviceToHost));
@@ -352,8 +339,8 @@ int main() {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   {
-    const double tiny = time_graph(s, [&](int) { launch(tiny_kernel, dim3(1), dim3(128), s, out, 128); });
-    const double ew = time_graph(s, [&](int) { launch(tiny_kernel, dim3(32), dim3(128), s, out, 4096); });
+    const double tiny = time_graph(s, [&](int) { launch_pdl(tiny_kernel, dim3(1), dim3(128), s, out, 128); });
+    const double ew = time_graph(s, [&](int) { launch_pdl(tiny_kernel, dim3(32), dim3(128), s, out, 4096); });
     printf("chain of 1-block kernels: %.2f us each; 32-block 4096-float kernels: %.2f us each\n", tiny, ew);
     // GEMV 4096x4096 alone and alternating with a 1-block kernel.
     const int64_t row_bytes = 4096 / 256 * 144, bytes = row_bytes * 4096;
@@ -362,23 +349,23 @@ int main() {
       return MulMatRows{pool + (i % 100) * bytes, 0, 0, 1, 1, xq[0], 0, 0, 0, out2, 4096, 1, 1, 1, 1};
     };
     const double g = time_graph(s, [&](int i) {
-      launch(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
-             rows_at(i), NoEpilogue{});
+      launch_pdl(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
+                 rows_at(i), NoEpilogue{});
     });
     const double gt = time_graph(s, [&](int i) {
       if (i % 2) {
-        launch(tiny_kernel, dim3(1), dim3(128), s, out, 128);
+        launch_pdl(tiny_kernel, dim3(1), dim3(128), s, out, 128);
       } else {
-        launch(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
-               rows_at(i), NoEpilogue{});
+        launch_pdl(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
+                   rows_at(i), NoEpilogue{});
       }
     });
     const double gtt = time_graph(s, [&](int i) {
       if (i % 4) {
-        launch(tiny_kernel, dim3(1), dim3(128), s, out, 128);
+        launch_pdl(tiny_kernel, dim3(1), dim3(128), s, out, 128);
       } else {
-        launch(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
-               rows_at(i), NoEpilogue{});
+        launch_pdl(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
+                   rows_at(i), NoEpilogue{});
       }
     });
     printf("q4_K 4096^2 GEMV chain: %.2f us each; GEMV + 1 tiny: %.2f us a pair; GEMV + 3 tiny: %.2f us a group\n", g,

@@ -536,6 +536,24 @@ __device__ __forceinline__ void block_rows(const char* w0, int64_t n0, const WDe
   for (int r = 0; r < R; ++r) wrow[r] = w0 + (n0 + r < w.n ? n0 + r : w.n - 1) * w.nb1;
 }
 
+// The R weight rows a block takes from row n0: R of wg, or for a pair (kPair) R / 2 of wg (gate)
+// then R / 2 of wu (up).
+template <int R, bool kPair>
+__device__ __forceinline__ void group_rows(const char* wg, const char* wu, int64_t n0, const WDesc& w,
+                                           const char* (&wrow)[R]) {
+  if constexpr (kPair) {
+    constexpr int RO = R / 2;
+    const char* g[RO];
+    const char* u[RO];
+    block_rows<RO>(wg, n0, w, g);
+    block_rows<RO>(wu, n0, w, u);
+#pragma unroll
+    for (int r = 0; r < RO; ++r) wrow[r] = g[r], wrow[RO + r] = u[r];
+  } else {
+    block_rows<R>(wg, n0, w, wrow);
+  }
+}
+
 // The bytes of the block's dense weight rows n0 .. n0 + R - 1 into L2, a 128-byte line per thread
 // at a time.
 template <int M, int R>
@@ -605,14 +623,9 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
     }
     const char* wrow[R];
     if constexpr (kPair) {
-      const char* wg[RO];
-      const char* wu[RO];
-      block_rows<RO>(grp.w, n0, w, wg);
-      block_rows<RO>(up.w, n0, w, wu);
-#pragma unroll
-      for (int r = 0; r < RO; ++r) wrow[r] = wg[r], wrow[RO + r] = wu[r];
+      group_rows<R, true>(grp.w, up.w, n0, w, wrow);
     } else {
-      block_rows<R>(grp.w, n0, w, wrow);
+      group_rows<R, false>(grp.w, nullptr, n0, w, wrow);
     }
 
     float acc[R][M];
@@ -668,23 +681,23 @@ int gemv_block_threads(int64_t k) {
 
 // ---- the decode GEMV of int8 activations, persistent and pipelined --------------------------------
 
-// One activation row (decode) against rows of at most one int8 chunk per thread (K <= 64 threads'
-// chunks: the model's 4096-wide inputs): the grid is what the device holds at once, block b takes
-// row groups b, b + G, ..., and the next group's weight chunks load into registers while this
-// group's dot products, reduction and stores run (x's chunk is loaded once). Launches in a chain
+// Up to 4 activation rows (decode, MTP verify) in one group against rows of at most one int8 chunk
+// per thread (the model's 4096-wide inputs): the grid is what the device holds at once, block b
+// takes row groups b, b + G, ..., and the next group's weight chunks load into registers while this
+// group's dot products, reduction and stores run (x's chunks are loaded once). Launches in a chain
 // cost one memory round trip per block instead of one per group, and the loads never stop: measured
 // in a standalone probe on the H100 (s21), a 4096 x 4096 Q4_K GEMV 5.8 -> 4.3 us, 4096 x 8192
 // 10.3 -> 8.3, 4096 x 24576 25.3 -> 21.0 (gemv_kernel at 2 or 4 rows a block). Each output is its
 // thread's one dot product, the warp's xor tree and the warps in order, as gemv_kernel forms it at
-// any M: the bits are gemv_kernel's (MTP verify, M > 1, stays there).
-template <DType WT, int R, class Rows, class Epi>
+// any M: the bits are gemv_kernel's and do not depend on M.
+template <DType WT, int M, int R, class Rows, class Epi>
 __global__ void __launch_bounds__(kMaxThreads) gemv_pipe_kernel(WDesc w, Rows rows, Epi epi) {
   using Act = Q8Act;
   using C = ActChunk<WT, Act>;
   constexpr bool kPair = kPaired<Rows>;
   constexpr int RO = kPair ? R / 2 : R;  // output rows of each weight matrix
   static_assert(!kPair || (R % 2 == 0 && std::is_same_v<Epi, NoEpilogue>), "a pair: R / 2 rows of each");
-  __shared__ float red[kMaxThreads / kWarp][R];
+  __shared__ float red[kMaxThreads / kWarp][R * M];
   const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
   const int n_warps = static_cast<int>(blockDim.x) / kWarp;
   const bool active = tid < ceil_div<int64_t>(w.k, C::E);
@@ -693,14 +706,9 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_pipe_kernel(WDesc w, Rows ro
   auto load_group = [&](int64_t g, typename C::Chunk(&wc)[R]) {
     const char* wrow[R];
     if constexpr (kPair) {
-      const char* wg[RO];
-      const char* wu[RO];
-      block_rows<RO>(rows.gate.w, g * RO, w, wg);
-      block_rows<RO>(rows.up.w, g * RO, w, wu);
-#pragma unroll
-      for (int r = 0; r < RO; ++r) wrow[r] = wg[r], wrow[RO + r] = wu[r];
+      group_rows<R, true>(rows.gate.w, rows.up.w, g * RO, w, wrow);
     } else {
-      block_rows<R>(rows.w, g * R, w, wrow);
+      group_rows<R, false>(rows.w, nullptr, g * R, w, wrow);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) C::load(wrow[r], tid, w, wc[r]);
@@ -710,39 +718,45 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_pipe_kernel(WDesc w, Rows ro
   if (w.early && active && g < n_groups) load_group(g, cur);  // no kernel writes these weights
   pdl_wait();
   if (!w.early && active && g < n_groups) load_group(g, cur);
-  Group<1> grp;
-  [[maybe_unused]] Group<1> up, act;
-  lead_rows(rows).template resolve<1>(0, grp);
+  Group<M> grp;
+  [[maybe_unused]] Group<M> up, act;
+  lead_rows(rows).template resolve<M>(0, grp);
   if constexpr (kPair) {
-    rows.up.template resolve<1>(0, up);
-    rows.act.template resolve<1>(0, act);
+    rows.up.template resolve<M>(0, up);
+    rows.act.template resolve<M>(0, act);
   }
-  typename Act::template Vals<C> xv;
-  if (active) Act{}.template load<C>(grp.x[0], tid, w.k, xv);
+  typename Act::template Vals<C> xv[M];
+#pragma unroll
+  for (int i = 0; i < M; ++i)
+    if (active) Act{}.template load<C>(grp.x[i], tid, w.k, xv[i]);
+  // Thread tid < RO * M finishes output (row g * RO + tid / M, activation row tid % M).
+  const int out_r = tid / M, out_i = tid % M;
   for (; g < n_groups; g += gridDim.x) {
     if (active && g + gridDim.x < n_groups) load_group(g + gridDim.x, nxt);
-    const int64_t n = g * RO + tid;
-    const bool writes = tid < RO && n < w.n;
+    const int64_t n = g * RO + out_r;
+    const bool writes = tid < RO * M && n < w.n && out_i < grp.count;
     [[maybe_unused]] float epi_in[kMaxChain];
     if constexpr (!std::is_same_v<Epi, NoEpilogue>)
-      if (writes) chain_fetch(epi, n, 0, 0, 0, epi_in);
+      if (writes) chain_fetch(epi, n, grp.row0 + out_i, 0, 0, epi_in);
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float s = warp_sum(active ? Act::template dot<C>(cur[r], xv, 0.0f) : 0.0f);
-      if (lane == 0) red[warp][r] = s;
-    }
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        const float s = warp_sum(active ? Act::template dot<C>(cur[r], xv[i], 0.0f) : 0.0f);
+        if (lane == 0) red[warp][r * M + i] = s;
+      }
     __syncthreads();
     if (writes) {
       float s = red[0][tid];
       for (int v = 1; v < n_warps; ++v) s += red[v][tid];
-      grp.out[0][n] = s;
+      pick_out(grp, out_i)[n] = s;
       if constexpr (kPair) {  // as gemv_kernel: the up row's sum in the same order, then the swiglu
-        float u = red[0][tid + RO];
-        for (int v = 1; v < n_warps; ++v) u += red[v][tid + RO];
-        up.out[0][n] = u;
-        act.out[0][n] = apply_binary<BinaryOp::SWIGLU>(s, u);
+        float u = red[0][tid + RO * M];
+        for (int v = 1; v < n_warps; ++v) u += red[v][tid + RO * M];
+        pick_out(up, out_i)[n] = u;
+        pick_out(act, out_i)[n] = apply_binary<BinaryOp::SWIGLU>(s, u);
       }
-      if constexpr (!std::is_same_v<Epi, NoEpilogue>) chain_run(epi, s, n, 0, 0, 0, epi_in);
+      if constexpr (!std::is_same_v<Epi, NoEpilogue>) chain_run(epi, s, n, grp.row0 + out_i, 0, 0, epi_in);
     }
     __syncthreads();
 #pragma unroll
@@ -757,28 +771,27 @@ template <DType WT, class Rows>
 inline constexpr bool kPipeable = WT == DType::Q4_K&& kThreadChunks<WT, Q8Act> == 1 &&
                                   (std::is_same_v<Rows, MulMatRows> || std::is_same_v<Rows, PairRows<MulMatRows>>);
 
-// Whether a launch takes gemv_pipe_kernel: one activation row and one group (a 2-D decode
+// Whether a launch takes gemv_pipe_kernel: one group of activation rows (a 2-D decode or verify
 // product or pair), at most one int8 chunk per thread.
 template <DType WT, class Rows>
 bool pipe_fits(const WDesc& w, const Rows& rows) {
-  const MulMatRows& r = lead_rows(rows);
   const int64_t chunks = ceil_div<int64_t>(w.k, ActChunk<WT, Q8Act>::E);
-  return r.m == 1 && r.count() == 1 && chunks <= gemv_block_threads<WT, Q8Act>(w.k);
+  return lead_rows(rows).count() == 1 && chunks <= gemv_block_threads<WT, Q8Act>(w.k);
 }
 
 // The grid: the blocks the device holds at once (at most one a row group).
-template <DType WT, int R, class Rows, class Epi>
+template <DType WT, int M, int R, class Rows, class Epi>
 void launch_pipe(const Ctx& ctx, const WDesc& w, const Rows& rows, const Epi& epi) {
   const int threads = gemv_block_threads<WT, Q8Act>(w.k);
   static const int64_t slots = [&] {
     int per_sm = 0, sms = 0;
     GL_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_pipe_kernel<WT, R, Rows, Epi>, threads, 0));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_pipe_kernel<WT, M, R, Rows, Epi>, threads, 0));
     GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
     return std::max<int64_t>(int64_t{per_sm} * sms, 1);
   }();
   const int64_t groups = ceil_div<int64_t>(w.n, kPaired<Rows> ? R / 2 : R);
-  launch_pdl(gemv_pipe_kernel<WT, R, Rows, Epi>, dim3(static_cast<unsigned>(std::min(groups, slots))), dim3(threads),
+  launch_pdl(gemv_pipe_kernel<WT, M, R, Rows, Epi>, dim3(static_cast<unsigned>(std::min(groups, slots))), dim3(threads),
              ctx.stream, w, rows, epi);
   GL_CUDA_CHECK(cudaGetLastError());
 }
@@ -833,8 +846,8 @@ template <DType WT, int M, class Act, class Rows>
 void launch_pair(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows) {
   const NoEpilogue epi{};
   if constexpr (std::is_same_v<Act, Q8Act>) {
-    if constexpr (M == 1 && kPipeable<WT, Rows>)  // a row of gate and of up a group (the probe: N 12288-24576)
-      if (pipe_fits<WT>(w, rows)) return launch_pipe<WT, 2>(ctx, w, rows, epi);
+    if constexpr (M <= 4 && kPipeable<WT, Rows>)  // a row of gate and of up a group (the probe: N 12288-24576)
+      if (pipe_fits<WT>(w, rows)) return launch_pipe<WT, M, 2>(ctx, w, rows, epi);
     if (ceil_div<int64_t>(w.n, 2) * rows.count() >= kManyBlocks) return launch_rows<WT, M, 4>(ctx, w, x, rows, epi);
     launch_rows<WT, M, 2>(ctx, w, x, rows, epi);
   } else if constexpr (is_weight_only_quant(WT)) {
@@ -873,7 +886,9 @@ void launch_single(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& row
     // best at 4096 x 4096 and 8192 was 4, past that 1 - 2).
     if constexpr (M == 1 && kPipeable<WT, Rows>)
       if (pipe_fits<WT>(w, rows))
-        return w.n <= 8192 ? launch_pipe<WT, 4>(ctx, w, rows, epi) : launch_pipe<WT, 2>(ctx, w, rows, epi);
+        return w.n <= 8192 ? launch_pipe<WT, 1, 4>(ctx, w, rows, epi) : launch_pipe<WT, 1, 2>(ctx, w, rows, epi);
+    if constexpr (M > 1 && M <= 4 && kPipeable<WT, Rows>)  // verify: 2 weight rows a group (registers)
+      if (pipe_fits<WT>(w, rows)) return launch_pipe<WT, M, 2>(ctx, w, rows, epi);
     const int threads = gemv_block_threads<WT, Act>(w.k);
     const int64_t b4 = ceil_div<int64_t>(w.n, 4) * rows.count(), b2 = ceil_div<int64_t>(w.n, 2) * rows.count();
     const double f4 = wave_fill(b4, gemv_slots<WT, M, 4, Act, Rows, Epi>(ctx, threads));
