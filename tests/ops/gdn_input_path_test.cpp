@@ -3,7 +3,9 @@
 // norm of the q and k head rows -> scale of the q rows, and the CPY that carries the window's last
 // columns back into the state (with one new column, in the same kernel).
 // On every compiled backend, with the new columns an input or a node's result (the planner may then
-// put results on them), with 1 and 4 new columns and heads of 32 and 128 channels:
+// put results on them), with 1 and 4 new columns, heads of 32, 64 and 128 channels and value
+// channels that are not whole warps; the results checked are q, the normalised q|k rows, the
+// activation, the carried state and the window (verify's rollback reads it):
 //   * the results equal, bit for bit, those of the same backend with fusion off (GL_CUDA_FUSION=0,
 //     which only CUDA reads);
 //   * they match the CPU within 1e-9 (NMSE): these are F32 elementwise ops and norms, whose only
@@ -28,7 +30,7 @@
 namespace gl::test {
 namespace {
 
-constexpr int64_t kKc = 4, kHeads = 2, kValueChannels = 96;
+constexpr int64_t kKc = 4, kHeads = 2, kValueChannels = 80;  // value channels: not whole warps
 constexpr size_t kF = sizeof(float);
 
 struct Shape {
@@ -100,7 +102,7 @@ std::vector<Tensor*> input_path(Context& ctx, std::vector<Tensor*>& in, const Sh
   const size_t qk_row = static_cast<size_t>(2 * hk * dk) * kF;
   Tensor* q = scale(ctx, view_3d(ctx, qk, dk, hk, t, dk * kF, qk_row, 0), 1.0f / std::sqrt(static_cast<float>(dk)));
   Tensor* copy = cpy(ctx, view_2d(ctx, window, c, kKc - 1, row, static_cast<size_t>(t) * row), carried);
-  return {q, qk, act, copy};
+  return {q, qk, act, copy, window};
 }
 
 void expect_same_bits_and_close(const Results& fused, const Results& plain, const Results& cpu) {
@@ -135,7 +137,7 @@ TEST_P(GdnInputPath, FusedKernelGivesTheUnfusedBitsAndTheCpusValues) {
 std::vector<FusionParam> fusion_params() {
   std::vector<FusionParam> ps;
   for (const std::string& b : compiled_backend_names())
-    for (int64_t dk : {32, 128})
+    for (int64_t dk : {32, 64, 128})
       for (int64_t t : {1, 4})
         for (bool node : {false, true}) ps.emplace_back(b, dk, t, node);
   return ps;

@@ -759,8 +759,9 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_pipe_kernel(WDesc w, Rows ro
       if constexpr (!std::is_same_v<Epi, NoEpilogue>) chain_run(epi, s, n, grp.row0 + out_i, 0, 0, epi_in);
     }
     __syncthreads();
+    if (g + gridDim.x < n_groups)
 #pragma unroll
-    for (int r = 0; r < R; ++r) cur[r] = nxt[r];
+      for (int r = 0; r < R; ++r) cur[r] = nxt[r];
   }
 }
 
@@ -783,13 +784,11 @@ bool pipe_fits(const WDesc& w, const Rows& rows) {
 template <DType WT, int M, int R, class Rows, class Epi>
 void launch_pipe(const Ctx& ctx, const WDesc& w, const Rows& rows, const Epi& epi) {
   const int threads = gemv_block_threads<WT, Q8Act>(w.k);
-  static const int64_t slots = [&] {
-    int per_sm = 0, sms = 0;
-    GL_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_pipe_kernel<WT, M, R, Rows, Epi>, threads, 0));
-    GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
-    return std::max<int64_t>(int64_t{per_sm} * sms, 1);
-  }();
+  int per_sm = 0, sms = 0;  // per launch (as gemv_slots): the block size follows K, the device varies
+  GL_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_pipe_kernel<WT, M, R, Rows, Epi>, threads, 0));
+  GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
+  const int64_t slots = std::max<int64_t>(int64_t{per_sm} * sms, 1);
   const int64_t groups = ceil_div<int64_t>(w.n, kPaired<Rows> ? R / 2 : R);
   launch_pdl(gemv_pipe_kernel<WT, M, R, Rows, Epi>, dim3(static_cast<unsigned>(std::min(groups, slots))), dim3(threads),
              ctx.stream, w, rows, epi);

@@ -207,14 +207,15 @@ bool outputs_ok(std::initializer_list<const Tensor*> outs, int64_t n_t, const Te
 // The CPY after the norms that puts the window's last Kc-1 columns back into the carried state a,
 // with nothing between touching a; nullptr when there is none (or more than one new column).
 const Tensor* carried_copy(std::span<Tensor* const> nodes, size_t from, const Tensor& cat, const Tensor& a,
-                           int64_t n_t) {
-  if (n_t != 1 || a.view_src || !is_contiguous(a) || !f32(a)) return nullptr;
+                           const Tensor& b, const Tensor& w, int64_t n_t) {
+  // a becomes a result: no other thread may read it as b or w.
+  if (n_t != 1 || a.view_src || !is_contiguous(a) || !f32(a) || !disjoint(a, b) || !disjoint(a, w)) return nullptr;
   const size_t offs = static_cast<size_t>(n_t * cat.nb[1]);
   for (size_t i = from; i < nodes.size(); ++i) {
     const Tensor& c = *nodes[i];
     const Tensor* src = c.src[0];
     if (c.op == Op::CPY && c.src[1] == &a && c.data == a.data && src && src->view_src == &cat &&
-        src->view_offs == offs && f32(*src) && same_shape(*src, a) && src->nb[1] == cat.nb[1])
+        src->view_offs == offs && f32(*src) && same_shape(*src, a) && is_contiguous(*src))
       return &c;
     if (touches(c, a)) return nullptr;
   }
@@ -285,7 +286,7 @@ int conv_window_norm(const Ctx& ctx, std::span<Tensor* const> nodes, const Tenso
   const int64_t dk = x.ne[0], rows = x.ne[1], q_rows = xq.ne[1];
   const int64_t e = dk / kNormLanes;
   if (!head_rows_of(x, act, static_cast<int64_t>(act.nb[1]), n_t) || dk % kNormLanes != 0 ||
-      (e != 1 && e != 2 && e != 4 && e != kNormElems) || rows * dk > channels || !f32(act) ||
+      (e != 1 && e != 2 && e != 4 && e != kNormElems) || rows * dk >= channels || !f32(act) ||
       act.nb[0] != sizeof(float))
     return 0;
   if (!head_rows_of(xq, l2, static_cast<int64_t>(l2.nb[2]), n_t) || xq.ne[0] != dk || q_rows > rows) return 0;
@@ -302,7 +303,7 @@ int conv_window_norm(const Ctx& ctx, std::span<Tensor* const> nodes, const Tenso
       if (!disjoint(*out, *in) && !own_column) return 0;
     }
   if (!disjoint(cat, l2) || !disjoint(cat, sc) || !outputs_ok({&conv, &act, &l2, &sc}, n_t, conv, act)) return 0;
-  const Tensor* cpy = carried_copy(nodes, isc + 1, cat, a, n_t);
+  const Tensor* cpy = carried_copy(nodes, isc + 1, cat, a, b, w, n_t);
   const int64_t qk_warps = rows * n_t;
   const int64_t v_warps = (channels - rows * dk + kNormLanes - 1) / kNormLanes * n_t;
   const int64_t blocks = (qk_warps + v_warps + kNormWarps - 1) / kNormWarps;
