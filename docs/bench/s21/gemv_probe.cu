@@ -6,7 +6,7 @@
 //   nvcc -DGL_HAVE_CUDA -I backends/cuda/include -I ggml-lite/include -I backends/cuda/src
 //     -I backends/cuda/src/ops -O3 -arch=sm_90 --expt-relaxed-constexpr -std=c++20
 //     docs/bench/s21/gemv_probe.cu -Lbuild-cuda/backends/cuda -lggml-lite-cuda
-//     -Lbuild-cuda/ggml-lite -lggml-lite-core -o gemv_probe
+//     -Lbuild-cuda/ggml-lite -lggml-lite-core -lfmt -o gemv_probe
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -21,15 +21,6 @@ using namespace gl::cuda::mm;
 namespace gl::cuda::mm {
 int64_t q8_row_stride(int64_t k) { return ceil_div<int64_t>(k + k / 32 * 4, 16) * 16; }
 }  // namespace gl::cuda::mm
-
-#define CK(x)                                                                            \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
 
 __device__ __forceinline__ void bulk_prefetch_l2(const void* p, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
@@ -179,26 +170,26 @@ template <class F>
 double time_graph(cudaStream_t s, F&& body) {
   cudaGraph_t g;
   cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  GL_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   for (int i = 0; i < kLaunches; ++i) body(i);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(ge, s));
+  GL_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  GL_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+  for (int i = 0; i < 3; ++i) GL_CUDA_CHECK(cudaGraphLaunch(ge, s));
   cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
+  GL_CUDA_CHECK(cudaEventCreate(&a));
+  GL_CUDA_CHECK(cudaEventCreate(&b));
   float best = 1e30f;
   for (int rep = 0; rep < 10; ++rep) {
-    CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
+    GL_CUDA_CHECK(cudaEventRecord(a, s));
+    GL_CUDA_CHECK(cudaGraphLaunch(ge, s));
+    GL_CUDA_CHECK(cudaEventRecord(b, s));
+    GL_CUDA_CHECK(cudaEventSynchronize(b));
     float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
+    GL_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
     best = std::min(best, ms);
   }
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
+  GL_CUDA_CHECK(cudaGraphExecDestroy(ge));
+  GL_CUDA_CHECK(cudaGraphDestroy(g));
   return best * 1000.0 / kLaunches;
 }
 
@@ -239,7 +230,7 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
     prod.template operator()<4>("prod R4");
     auto pers = [&]<int R, int D>(int per_sm, const char* what) {
       int occ = 0;
-      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv_persist<WT, R, D>, threads, 0));
+      GL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv_persist<WT, R, D>, threads, 0));
       const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(sh.n, R), int64_t{sms} * std::min(per_sm, occ));
       char buf[64];
       snprintf(buf, sizeof buf, "%s occ%d grid%lld", what, occ, static_cast<long long>(grid));
@@ -258,7 +249,7 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
     auto pipe = [&]<int R>(int per_sm, const char* what) {
       if (ceil_div<int64_t>(sh.k, ActChunk<WT, Q8Act>::E) > threads) return;
       int occ = 0;
-      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv_pipe<WT, R>, threads, 0));
+      GL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, gemv_pipe<WT, R>, threads, 0));
       const int64_t grid = std::min<int64_t>(ceil_div<int64_t>(sh.n, R), int64_t{sms} * std::min(per_sm, occ));
       char buf[64];
       snprintf(buf, sizeof buf, "%s occ%d grid%lld", what, occ, static_cast<long long>(grid));
@@ -276,10 +267,10 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
       launch_pdl(gemv_kernel<WT, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(ceil_div<int64_t>(sh.n, 2)), dim3(threads),
                  s, w, Q8Act{}, rows_at(0, out), NoEpilogue{});
       launch_pdl(gemv_pipe<WT, 2>, dim3(sms * 4), dim3(threads), s, w, rows_at(0, out2));
-      CK(cudaStreamSynchronize(s));
+      GL_CUDA_CHECK(cudaStreamSynchronize(s));
       std::vector<float> a(sh.n), b(sh.n);
-      CK(cudaMemcpy(a.data(), out, sh.n * 4, cudaMemcpyDeviceToHost));
-      CK(cudaMemcpy(b.data(), out2, sh.n * 4, cudaMemcpyDeviceToHost));
+      GL_CUDA_CHECK(cudaMemcpy(a.data(), out, sh.n * 4, cudaMemcpyDeviceToHost));
+      GL_CUDA_CHECK(cudaMemcpy(b.data(), out2, sh.n * 4, cudaMemcpyDeviceToHost));
       int64_t diff = 0;
       for (int64_t i = 0; i < sh.n; ++i) diff += memcmp(&a[i], &b[i], 4) != 0;
       printf("%-6s %-11s pipe check: %lld of %lld outputs differ\n", tname, sh.name, static_cast<long long>(diff),
@@ -289,10 +280,10 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
     launch_pdl(gemv_kernel<WT, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(ceil_div<int64_t>(sh.n, 2)), dim3(threads), s,
                w, Q8Act{}, rows_at(0, out), NoEpilogue{});
     launch_pdl(gemv_persist<WT, 2, 4>, dim3(sms * 4), dim3(threads), s, w, rows_at(0, out2));
-    CK(cudaStreamSynchronize(s));
+    GL_CUDA_CHECK(cudaStreamSynchronize(s));
     std::vector<float> a(sh.n), b(sh.n);
-    CK(cudaMemcpy(a.data(), out, sh.n * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(b.data(), out2, sh.n * 4, cudaMemcpyDeviceToHost));
+    GL_CUDA_CHECK(cudaMemcpy(a.data(), out, sh.n * 4, cudaMemcpyDeviceToHost));
+    GL_CUDA_CHECK(cudaMemcpy(b.data(), out2, sh.n * 4, cudaMemcpyDeviceToHost));
     int64_t diff = 0;
     for (int64_t i = 0; i < sh.n; ++i) diff += memcmp(&a[i], &b[i], 4) != 0;
     printf("%-6s %-11s check: %lld of %lld outputs differ (out[0] %g)\n", tname, sh.name, static_cast<long long>(diff),
@@ -302,19 +293,19 @@ void run_type(const char* tname, int block_bytes, char* pool, char* const* xqs, 
 
 int main() {
   int sms = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   cudaDeviceProp p;
-  CK(cudaGetDeviceProperties(&p, 0));
+  GL_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
   printf("device %s, %d SMs\n", p.name, sms);
   char* pool;
-  CK(cudaMalloc(&pool, kPool));
+  GL_CUDA_CHECK(cudaMalloc(&pool, kPool));
   // Random bytes, headers made sane: every 144/210-byte block's d, dmin fields small fp16s. Simpler:
   // fill the pool with bytes whose fp16 reading anywhere is finite (high byte < 0x7c).
   {
     std::vector<uint8_t> h(kPool);
     std::mt19937 rng(1);
     for (auto& b : h) b = static_cast<uint8_t>(rng() & 0x3f);
-    CK(cudaMemcpy(pool, h.data(), kPool, cudaMemcpyHostToDevice));
+    GL_CUDA_CHECK(cudaMemcpy(pool, h.data(), kPool, cudaMemcpyHostToDevice));
   }
   // An int8 activation row for each k: k quants, then k / 32 float scales (quantize_rows_q8's layout).
   auto make_x = [](int64_t k) {
@@ -326,18 +317,18 @@ int main() {
       memcpy(&h[k + 4 * j], &d, 4);
     }
     char* x;
-    CK(cudaMalloc(&x, h.size()));
-    CK(cudaMemcpy(x, h.data(), h.size(), cudaMemcpyHostToDevice));
+    GL_CUDA_CHECK(cudaMalloc(&x, h.size()));
+    GL_CUDA_CHECK(cudaMemcpy(x, h.data(), h.size(), cudaMemcpyHostToDevice));
     return x;
   };
   char* xq[2] = {make_x(4096), make_x(12288)};
   float *out, *out2;
   uint32_t* sink;
-  CK(cudaMalloc(&out, 32768 * 4));
-  CK(cudaMalloc(&out2, 32768 * 4));
-  CK(cudaMalloc(&sink, 1 << 20));
+  GL_CUDA_CHECK(cudaMalloc(&out, 32768 * 4));
+  GL_CUDA_CHECK(cudaMalloc(&out2, 32768 * 4));
+  GL_CUDA_CHECK(cudaMalloc(&sink, 1 << 20));
   cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  GL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   {
     const double tiny = time_graph(s, [&](int) { launch_pdl(tiny_kernel, dim3(1), dim3(128), s, out, 128); });
     const double ew = time_graph(s, [&](int) { launch_pdl(tiny_kernel, dim3(32), dim3(128), s, out, 4096); });
@@ -348,26 +339,18 @@ int main() {
     auto rows_at = [&](int i) {
       return MulMatRows{pool + (i % 100) * bytes, 0, 0, 1, 1, xq[0], 0, 0, 0, out2, 4096, 1, 1, 1, 1};
     };
-    const double g = time_graph(s, [&](int i) {
-      launch_pdl(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
-                 rows_at(i), NoEpilogue{});
-    });
-    const double gt = time_graph(s, [&](int i) {
-      if (i % 2) {
-        launch_pdl(tiny_kernel, dim3(1), dim3(128), s, out, 128);
-      } else {
-        launch_pdl(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
-                   rows_at(i), NoEpilogue{});
-      }
-    });
-    const double gtt = time_graph(s, [&](int i) {
-      if (i % 4) {
-        launch_pdl(tiny_kernel, dim3(1), dim3(128), s, out, 128);
-      } else {
-        launch_pdl(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
-                   rows_at(i), NoEpilogue{});
-      }
-    });
+    // Every `every`-th launch a GEMV, the others 1-block kernels: us a launch.
+    auto chain = [&](int every) {
+      return time_graph(s, [&](int i) {
+        if (i % every) {
+          launch_pdl(tiny_kernel, dim3(1), dim3(128), s, out, 128);
+        } else {
+          launch_pdl(gemv_kernel<DType::Q4_K, 1, 2, Q8Act, MulMatRows, NoEpilogue>, dim3(2048), dim3(64), s, w, Q8Act{},
+                     rows_at(i), NoEpilogue{});
+        }
+      });
+    };
+    const double g = chain(1), gt = chain(2), gtt = chain(4);
     printf("q4_K 4096^2 GEMV chain: %.2f us each; GEMV + 1 tiny: %.2f us a pair; GEMV + 3 tiny: %.2f us a group\n", g,
            2 * gt, 4 * gtt);
   }

@@ -679,6 +679,15 @@ int gemv_block_threads(int64_t k) {
   return gemv_threads(k, ActChunk<WT, Act>::E * kThreadChunks<WT, Act>);
 }
 
+// Blocks of `kernel` at `threads` a block the whole device holds at once (at least 1).
+template <class... KArgs>
+int64_t device_slots(const Ctx& ctx, void (*kernel)(KArgs...), int threads) {
+  int per_sm = 0, sms = 0;
+  GL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
+  return std::max<int64_t>(int64_t{per_sm} * sms, 1);
+}
+
 // ---- the decode GEMV of int8 activations, persistent and pipelined --------------------------------
 
 // Up to 4 activation rows (decode, MTP verify) in one group against rows of at most one int8 chunk
@@ -784,11 +793,8 @@ bool pipe_fits(const WDesc& w, const Rows& rows) {
 template <DType WT, int M, int R, class Rows, class Epi>
 void launch_pipe(const Ctx& ctx, const WDesc& w, const Rows& rows, const Epi& epi) {
   const int threads = gemv_block_threads<WT, Q8Act>(w.k);
-  int per_sm = 0, sms = 0;  // per launch (as gemv_slots): the block size follows K, the device varies
-  GL_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_pipe_kernel<WT, M, R, Rows, Epi>, threads, 0));
-  GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
-  const int64_t slots = std::max<int64_t>(int64_t{per_sm} * sms, 1);
+  // Per launch: the block size follows K, and the device may differ between calls.
+  const int64_t slots = device_slots(ctx, gemv_pipe_kernel<WT, M, R, Rows, Epi>, threads);
   const int64_t groups = ceil_div<int64_t>(w.n, kPaired<Rows> ? R / 2 : R);
   launch_pdl(gemv_pipe_kernel<WT, M, R, Rows, Epi>, dim3(static_cast<unsigned>(std::min(groups, slots))), dim3(threads),
              ctx.stream, w, rows, epi);
@@ -809,11 +815,7 @@ void launch_rows(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows,
 // Blocks of this instantiation at this block size the whole device holds at once.
 template <DType WT, int M, int R, class Act, class Rows, class Epi>
 int64_t gemv_slots(const Ctx& ctx, int threads) {
-  int per_sm = 0, sms = 0;
-  GL_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_kernel<WT, M, R, Act, Rows, Epi>, threads, 0));
-  GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
-  return std::max<int64_t>(int64_t{per_sm} * sms, 1);
+  return device_slots(ctx, gemv_kernel<WT, M, R, Act, Rows, Epi>, threads);
 }
 
 // How evenly `blocks` fill whole waves of `slots`: 1 when the last wave is full.

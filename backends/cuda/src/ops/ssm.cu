@@ -222,10 +222,6 @@ const Tensor* carried_copy(std::span<Tensor* const> nodes, size_t from, const Te
   return nullptr;
 }
 
-}  // namespace
-
-namespace {
-
 // conv_window's shapes, and its results against its inputs.
 bool conv_window_fits(const Tensor& cat, const Tensor& conv, const Tensor& act) {
   if (cat.op != Op::CONCAT || conv.op != Op::SSM_CONV || act.op != Op::SILU) return false;
@@ -273,7 +269,7 @@ int conv_window_norm(const Ctx& ctx, std::span<Tensor* const> nodes, const Tenso
   Tensor& cat = *nodes[0];
   Tensor& conv = *nodes[1];
   Tensor& act = *nodes[2];
-  if (cat.op != Op::CONCAT || conv.op != Op::SSM_CONV || act.op != Op::SILU) return 0;
+  if (!conv_window_fits(cat, conv, act)) return 0;
   const size_t il2 = skip_views(nodes, 3);
   const size_t isc = il2 < nodes.size() ? skip_views(nodes, il2 + 1) : nodes.size();
   if (isc >= nodes.size()) return 0;
@@ -292,11 +288,11 @@ int conv_window_norm(const Ctx& ctx, std::span<Tensor* const> nodes, const Tenso
   if (!head_rows_of(xq, l2, static_cast<int64_t>(l2.nb[2]), n_t) || xq.ne[0] != dk || q_rows > rows) return 0;
   if (!f32(l2) || !is_contiguous(l2) || !same_shape(l2, x) || !f32(sc) || !is_contiguous(sc) || !same_shape(sc, xq))
     return 0;
-  // conv_window's conditions, and the two new results against the inputs (as conv and act).
+  // The two new results against the inputs (as conv_window_fits checks conv and act).
   const Tensor& a = *cat.src[0];
   const Tensor& b = *cat.src[1];
   const Tensor& w = *conv.src[1];
-  if (!conv_window_fits(cat, conv, act) || w.ne[0] != kTaps) return 0;
+  if (w.ne[0] != kTaps) return 0;
   for (const Tensor* out : {&l2, &sc})
     for (const Tensor* in : {&a, &b, &w}) {
       const bool own_column = n_t == 1 && in == &b && out->data == b.data && is_contiguous(b);
