@@ -13,18 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "common/backends.h"
-#include "ggml-lite/context.h"
-#include "ggml-lite/diag.h"
-#include "ggml-lite/executor.h"
 #include "ggml-lite/ops.h"
+#include "ops/fused_graph.h"
 #include "ops/matmul_product.h"
 
 namespace gl::test {
@@ -39,53 +34,8 @@ struct Shape {
   int64_t channels() const { return 2 * kHeads * dk + kValueChannels; }
 };
 
-// The named tensors' values after one compute, in the order the graph lists them.
-using Results = std::vector<std::vector<float>>;
-
-// A backend with fusion on or off (GL_CUDA_FUSION=0 is read when the backend is made).
-std::unique_ptr<Backend> backend_with(std::string_view name, bool fusion) {
-  const std::string var(diag_env_name(Diag::CUDA_FUSION_OFF));
-  if (!fusion) setenv(var.c_str(), "0", 1);
-  std::unique_ptr<Backend> be = make_test_backend(name);
-  if (!fusion) unsetenv(var.c_str());
-  return be;
-}
-
-// Builds outputs from inputs (their values given), computes, and reads every output back.
-template <class Build>
-Results run(std::string_view backend, bool fusion, const std::vector<std::vector<float>>& values, Build build) {
-  Context ctx;
-  std::vector<Tensor*> inputs;
-  std::vector<Tensor*> outputs = build(ctx, inputs);
-  Graph graph = Graph::build(outputs);
-  std::unique_ptr<Backend> be = backend_with(backend, fusion);
-  Results out;
-  if (!be) {
-    ADD_FAILURE() << "backend " << backend << " is not available";
-    return out;
-  }
-  Executor ex({be.get()});
-  if (Status s = ex.allocate(graph); !s) {
-    ADD_FAILURE() << "allocate: " << s.error();
-    return out;
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) ex.set_input(*inputs[i], values[i].data());
-  if (Status s = ex.compute(graph); !s) {
-    ADD_FAILURE() << "compute: " << s.error();
-    return out;
-  }
-  for (Tensor* t : outputs) {
-    out.emplace_back(static_cast<size_t>(nelements(*t)));
-    ex.get_output(*t, out.back().data());
-  }
-  return out;
-}
-
 Tensor* input(Context& ctx, std::vector<Tensor*>& inputs, std::initializer_list<int64_t> ne, const char* name) {
-  Tensor* t = ctx.new_tensor(DType::F32, ne, name);
-  t->flags |= TENSOR_INPUT;
-  inputs.push_back(t);
-  return t;
+  return graph_input(ctx, inputs, DType::F32, ne, name);
 }
 
 // concat -> conv -> silu -> l2_norm(q|k) -> scale(q), and the carried CPY, as layers.cpp has them.
@@ -126,12 +76,14 @@ class GdnInputPath : public ::testing::TestWithParam<FusionParam> {
 TEST_P(GdnInputPath, FusedKernelGivesTheUnfusedBitsAndTheCpusValues) {
   const Shape s = shape();
   const int64_t c = s.channels();
-  const std::vector<std::vector<float>> v{random_floats(c * (kKc - 1), 21), random_floats(c * s.n_t, 22),
-                                          random_floats(kKc * c, 23)};
+  const std::vector<std::vector<char>> v{as_bytes(random_floats(c * (kKc - 1), 21)),
+                                         as_bytes(random_floats(c * s.n_t, 22)), as_bytes(random_floats(kKc * c, 23))};
   auto build = [&](Context& ctx, std::vector<Tensor*>& in) { return input_path(ctx, in, s); };
-  const Results cpu = run("cpu", true, v, build);
-  expect_same_bits_and_close(run(std::get<0>(GetParam()), true, v, build),
-                             run(std::get<0>(GetParam()), false, v, build), cpu);
+  auto run = [&](std::string_view backend, bool fusion) {
+    return run_graph(backend, fusion, Precision::EXACT, v, build);
+  };
+  const Results cpu = run("cpu", true);
+  expect_same_bits_and_close(run(std::get<0>(GetParam()), true), run(std::get<0>(GetParam()), false), cpu);
 }
 
 std::vector<FusionParam> fusion_params() {

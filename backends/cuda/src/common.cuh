@@ -117,6 +117,11 @@ struct Ctx {
   Precision precision = Precision::EXACT;
   Q8Memo* q8 = nullptr;                     // nullptr: every GEMV quantizes its own input
   const WrittenWeights* written = nullptr;  // nullptr: no weights are loaded early
+  // kArrivalSlots device counters, zero between launches: a kernel whose blocks count their
+  // arrivals (the last one finishing the work) leaves them zero again. Launches on the stream are
+  // ordered, so every such kernel may use them.
+  unsigned* arrivals = nullptr;
 };
+inline constexpr int64_t kArrivalSlots = 1024;
 
 }  // namespace gl::cuda

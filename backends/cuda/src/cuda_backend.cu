@@ -158,6 +158,8 @@ class CudaBackend final : public Backend {
     GL_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream));
     GL_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
     GL_CUBLAS_CHECK(cublasSetWorkspace(ctx_.cublas, cublas_workspace_, kCublasWorkspaceBytes));
+    GL_CUDA_CHECK(cudaMalloc(&ctx_.arrivals, kArrivalSlots * sizeof(unsigned)));
+    GL_CUDA_CHECK(cudaMemset(ctx_.arrivals, 0, kArrivalSlots * sizeof(unsigned)));
   }
 
   ~CudaBackend() override {
@@ -173,6 +175,7 @@ class CudaBackend final : public Backend {
     }
     GL_CUBLAS_CHECK(cublasDestroy(ctx_.cublas));
     GL_CUDA_CHECK(cudaFree(cublas_workspace_));
+    GL_CUDA_CHECK(cudaFree(ctx_.arrivals));
     GL_CUDA_CHECK(cudaStreamDestroy(ctx_.stream));
   }
 
@@ -332,10 +335,6 @@ class CudaBackend final : public Backend {
             for (size_t j = i + 1; j < i + fused; ++j) forget_overwritten_q8(*nodes[j]);
           i += fused - 1;
           node = nodes[i];  // launched with its predecessors; checked below as the group's last node
-        } else if (const Tensor* later = fusion_ ? gated_delta_rule_to_cache(ctx_, nodes.subspan(i)) : nullptr) {
-          written_.note(*later);  // the copy's write happened here
-          forget_overwritten_q8(*later);
-          done_early_.insert(later);
         } else {
           launch(ctx_, *node);
         }
@@ -375,8 +374,10 @@ class CudaBackend final : public Backend {
     auto after = [&](size_t n) { return nodes.size() > n ? nodes[n] : nullptr; };
     if (nodes.size() >= 3 && norm_add_mul(ctx_, *nodes[0], *nodes[1], *nodes[2], after(3))) return 3;
     const Tensor* carried = nullptr;
-    if (const int n = conv_window_norm(ctx_, nodes, &carried)) {
-      if (carried) {  // the copy's write happened here (as gated_delta_rule_to_cache's)
+    int n = conv_window_norm(ctx_, nodes, &carried);
+    if (!n) n = gated_delta_rule_fused(ctx_, nodes, &carried);
+    if (n) {
+      if (carried) {  // the copy's write happened here
         written_.note(*carried);
         forget_overwritten_q8(*carried);
         done_early_.insert(carried);

@@ -117,9 +117,11 @@ GdnOut gated_delta_net(StepCtx& s, const LayerWeights& w, Tensor* x, Tensor* con
   s.effects.push_back(cpy(c, last, state_cache));
 
   // Gated RMSNorm per value head (plain weight), then silu(z) and the output projection.
-  Tensor* o = mul(c, rms_norm(c, r.out, hp.eps), w.ssm_norm);  // [dv, hv, T]
-  o = named(mul(c, o, silu(c, reshape(c, z, {dv, hv, T}))), "gdn_gated", il);
-  Tensor* out = named(mul_mat(c, w.ssm_out, reshape(c, o, {dv * hv, T})), "gdn_out", il);
+  // The product's input is the gate's own node (not a reshape of it), so a fused kernel may hand
+  // the output projection its int8 rows (CUDA, FAST).
+  Tensor* o = mul(c, rms_norm(c, r.out, hp.eps), w.ssm_norm);                   // [dv, hv, T]
+  o = named(mul(c, silu(c, z), reshape(c, o, {dv * hv, T})), "gdn_gated", il);  // [hv dv, T]
+  Tensor* out = named(mul_mat(c, w.ssm_out, o), "gdn_out", il);
   return {out, r.states, window};
 }
 

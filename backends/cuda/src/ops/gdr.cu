@@ -10,9 +10,19 @@
 // before the current token's sums to hide their latency.
 // Every token is a step, so prefill costs T dependent steps per head: long single-state calls go to
 // the chunked form in gdr_chunked.cu instead.
+//
+// The decode graph's gated RMSNorm (o -> rms_norm per value head -> x weight -> x silu(z)) may run
+// as the kernel's tail: the last of a head's column blocks to finish (an arrival count per head,
+// Ctx::arrivals) reads the head's whole o row and normalises it, with the unfused kernels'
+// arithmetic (short_norm_kernel's sum order, the float products), and under FAST also writes the
+// output projection's int8 rows. Three launches fewer per GDN layer. (A thread-block cluster of
+// the column blocks with a cluster barrier was measured slower than the three kernels: 9B Q8_0
+// decode 187 -> 183 tok/s on the H100; likely fewer heads resident at once, one 168-register
+// block a SM and clusters of 4 kept within a GPC.)
 #include "cuda_utils.cuh"
 #include "kernels.cuh"
 #include "mm_utils.cuh"
+#include "q8_input.cuh"
 
 namespace gl::cuda {
 namespace {
@@ -35,6 +45,20 @@ struct GdrArgs {
   // advanced at this kernel, not at the end of the step: a later node's failure leaves it moved.
   float* cache = nullptr;
 };
+
+// The gated RMSNorm tail (all dense F32): y = rms_norm(o) per value head, m = y w (w: one row of
+// Dv), gated = z m (z: silu of the gate, [Dv Hv, T]); q8: gated's rows as int8 blocks of 32 (the
+// output projection's, at q8_stride), or nullptr.
+struct GatedNorm {
+  float *y = nullptr, *m = nullptr, *gated = nullptr;
+  const float *w = nullptr, *z = nullptr;
+  char* q8 = nullptr;
+  int64_t q8_stride = 0;
+  double eps = 0.0;
+  unsigned* arrivals = nullptr;  // a zero count per value head, left zero
+};
+// Value heads up to this wide: one lane's 8 elements of a row, as short_norm_kernel holds them.
+constexpr int64_t kGatedMaxDv = 256;
 
 __device__ __forceinline__ float at(const TView& t, int64_t i0, int64_t i1, int64_t i2) {
   return mm::load_scalar(t.type, t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2]);
@@ -62,9 +86,72 @@ __device__ __forceinline__ void load_token(const GdrArgs& a, int64_t j, int64_t 
   tk.beta = at(a.beta, j, t, 0);
 }
 
-// Block (32 lanes = state columns, kGdrWarps warps = row slices); grid (column blocks, value heads).
-template <int kRows>
-__global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a) {
+// Whether this block is the last of head j's column blocks to have written its o (every thread
+// gets the answer); the last one resets the count for the next launch.
+__device__ bool last_of_head(unsigned* arrivals, int64_t j) {
+  __shared__ bool last;
+  __syncthreads();  // the block's o stores are issued
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    __threadfence();  // and visible device-wide before the count says so
+    last = atomicAdd(arrivals + j, 1u) == gridDim.x - 1;
+    if (last) arrivals[j] = 0;
+    __threadfence();
+  }
+  __syncthreads();
+  return last;
+}
+
+// The last column block of head j: each warp takes tokens t = warp (mod kGdrWarps); lane l holds
+// row elements l + 32 e, sums their squares in double, then the warp's xor tree (short_norm_kernel's
+// order), and writes y, m, gated (and the int8 block of each 32) of those elements.
+__device__ void gated_norm_tail(const GdrArgs& a, const GatedNorm& n, int64_t j, int lane, int warp) {
+  constexpr int kE = kGatedMaxDv / kWarp;
+  float wv[kE], zv[kE];  // the weight and gate elements of a token's row, as o's are indexed
+  auto load_wz = [&](int64_t t) {
+#pragma unroll
+    for (int e = 0; e < kE; ++e) {
+      const int64_t i0 = lane + int64_t{kWarp} * e;
+      wv[e] = i0 < a.dv ? n.w[i0] : 0.0f;
+      zv[e] = i0 < a.dv ? n.z[(t * a.hv + j) * a.dv + i0] : 0.0f;
+    }
+  };
+  // The warp's first token's before the count (every block: they do not depend on o), so that
+  // only o's reads follow it.
+  if (warp < a.n_tokens) load_wz(warp);
+  if (!last_of_head(n.arrivals, j)) return;
+  for (int64_t t = warp; t < a.n_tokens; t += kGdrWarps) {
+    if (t != warp) load_wz(t);
+    const float* o = a.out + (t * a.hv + j) * a.dv;
+    float x[kE];
+    double ss = 0.0;
+#pragma unroll
+    for (int e = 0; e < kE; ++e) {
+      const int64_t i0 = lane + int64_t{kWarp} * e;
+      x[e] = i0 < a.dv ? __ldcg(o + i0) : 0.0f;  // from L2: other blocks wrote most of them
+      ss += static_cast<double>(x[e]) * x[e];
+    }
+#pragma unroll
+    for (int off = kWarp / 2; off > 0; off >>= 1) ss += __shfl_xor_sync(kFullMask, ss, off);
+    const double inv = 1.0 / sqrt(ss / static_cast<double>(a.dv) + n.eps);
+#pragma unroll
+    for (int e = 0; e < kE; ++e) {
+      const int64_t i0 = lane + int64_t{kWarp} * e, i = (t * a.hv + j) * a.dv + i0;
+      if (i0 >= a.dv) break;  // dv is whole warps: the same e for every lane
+      const float y = static_cast<float>(static_cast<double>(x[e]) * inv);
+      const float m = y * wv[e];
+      const float g = zv[e] * m;
+      n.y[i] = y;
+      n.m[i] = m;
+      n.gated[i] = g;
+      if (n.q8) mm::warp_quantize_q8(g, n.q8 + t * n.q8_stride, a.dv * a.hv, j * a.dv / kWarp + e, lane);
+    }
+  }
+}
+
+// Block (32 lanes = state columns, kGdrWarps warps = row slices); grid (column blocks, value heads);
+// with kGated, gated_norm_tail after the tokens.
+template <int kRows, bool kGated>
+__global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a, GatedNorm norm) {
   __shared__ float red_u[kGdrWarps][kWarp];
   __shared__ float red_o[kGdrWarps][kWarp];
   const int lane = static_cast<int>(threadIdx.x), warp = static_cast<int>(threadIdx.y);
@@ -128,6 +215,7 @@ __global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a) {
     }
     cur = next;
   }
+  if constexpr (kGated) gated_norm_tail(a, norm, j, lane, warp);
 }
 
 // The chunked form reads q, k, v, g and beta as F32 (what the model feeds); other types stay here.
@@ -146,9 +234,14 @@ bool takes_chunked(const Tensor& dst) {
 }
 
 template <int kRows>
-void launch(const Ctx& ctx, const GdrArgs& a) {
+void launch(const Ctx& ctx, const GdrArgs& a, const GatedNorm* norm) {
   const dim3 grid(static_cast<unsigned>(mm::ceil_div<int64_t>(a.dv, kWarp)), static_cast<unsigned>(a.hv));
-  gdr_kernel<kRows><<<grid, dim3(kWarp, kGdrWarps), 0, ctx.stream>>>(a);
+  const dim3 block(kWarp, kGdrWarps);
+  if (norm) {
+    gdr_kernel<kRows, true><<<grid, block, 0, ctx.stream>>>(a, *norm);
+  } else {
+    gdr_kernel<kRows, false><<<grid, block, 0, ctx.stream>>>(a, GatedNorm{});
+  }
   GL_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -160,7 +253,7 @@ size_t gated_delta_rule_workspace(const Tensor& dst) {
 
 namespace {
 
-void run_gdr(const Ctx& ctx, Tensor& dst, float* cache) {
+void run_gdr(const Ctx& ctx, Tensor& dst, float* cache, const GatedNorm* norm = nullptr) {
   const Tensor& q = *dst.src[0];
   const Tensor& v = *dst.src[2];
   const GdrArgs a{mm::view_of(q),
@@ -181,22 +274,25 @@ void run_gdr(const Ctx& ctx, Tensor& dst, float* cache) {
   if (takes_chunked(dst)) return gated_delta_rule_chunked(ctx, dst);
   // Rows per thread: Dk split over the warps, rounded up to a power of two.
   const int64_t rows = mm::ceil_div<int64_t>(a.dk, kGdrWarps);
-  if (rows <= 1) return launch<1>(ctx, a);
-  if (rows <= 2) return launch<2>(ctx, a);
-  if (rows <= 4) return launch<4>(ctx, a);
-  if (rows <= 8) return launch<8>(ctx, a);
-  if (rows <= 16) return launch<16>(ctx, a);
+  if (rows <= 1) return launch<1>(ctx, a, norm);
+  if (rows <= 2) return launch<2>(ctx, a, norm);
+  if (rows <= 4) return launch<4>(ctx, a, norm);
+  if (rows <= 8) return launch<8>(ctx, a, norm);
+  if (rows <= 16) return launch<16>(ctx, a, norm);
   if (a.dk > mm::kMaxGdrDk) fail(__FILE__, __LINE__, "gated_delta_rule", "Dk above kMaxGdrDk (supports_ssm)");
-  launch<32>(ctx, a);
+  launch<32>(ctx, a, norm);
 }
 
 }  // namespace
 
 void gated_delta_rule(const Ctx& ctx, Tensor& dst) { run_gdr(ctx, dst, nullptr); }
 
-const Tensor* gated_delta_rule_to_cache(const Ctx& ctx, std::span<Tensor* const> nodes) {
-  Tensor& g = *nodes[0];
-  if (g.op != Op::GATED_DELTA_RULE || takes_chunked(g)) return nullptr;
+namespace {
+
+// The CPY after g (nodes[0]) that puts g's last state back into the cache it read, with no node
+// between touching the cache; nullptr when there is none.
+const Tensor* state_copy(std::span<Tensor* const> nodes) {
+  const Tensor& g = *nodes[0];
   const Tensor& cache = *g.src[5];
   const Tensor& v = *g.src[2];
   const int64_t dk = g.src[0]->ne[0], dv = v.ne[0], hv = v.ne[1], n_tokens = v.ne[2];
@@ -208,13 +304,106 @@ const Tensor* gated_delta_rule_to_cache(const Ctx& ctx, std::span<Tensor* const>
     const Tensor& c = *nodes[i];
     const Tensor* src = c.src[0];
     if (c.op == Op::CPY && c.src[1] == &cache && c.data == cache.data && src && src->view_src == &g &&
-        src->view_offs == last && src->type == DType::F32 && same_shape(*src, cache) && is_contiguous(*src)) {
-      run_gdr(ctx, g, static_cast<float*>(cache.data));
+        src->view_offs == last && src->type == DType::F32 && same_shape(*src, cache) && is_contiguous(*src))
       return &c;
-    }
     if (touches(c, cache)) return nullptr;  // read or written before the copy: the cache must wait
   }
   return nullptr;
+}
+
+bool dense(const Tensor& t) { return t.type == DType::F32 && is_contiguous(t); }
+
+// Two of the tail's dense F32 tensors one thread writes or reads element by element: apart, or
+// the same elements.
+bool apart_or_same(const Tensor& a, const Tensor& b) {
+  return disjoint(a, b) || (a.data == b.data && nelements(a) == nelements(b));
+}
+
+// nodes[1..5] as the decode graph builds the gated RMSNorm of g's output: VIEW(o) -> RMS_NORM ->
+// MUL(weight row) -> RESHAPE to [Dv Hv, T] -> MUL with z (either side), all dense F32, Dv whole warps.
+bool gated_norm_nodes(std::span<Tensor* const> nodes) {
+  if (nodes.size() < 6) return false;
+  const Tensor& g = *nodes[0];
+  const Tensor &o = *nodes[1], &y = *nodes[2], &m = *nodes[3], &r = *nodes[4], &gated = *nodes[5];
+  const int64_t dv = g.src[2]->ne[0], hv = g.src[2]->ne[1], n_t = g.src[2]->ne[2];
+  if (dv % kWarp != 0 || dv > kGatedMaxDv || hv > kArrivalSlots || o.op != Op::VIEW || o.view_src != &g ||
+      o.view_offs != 0)
+    return false;
+  if (o.ne != std::array<int64_t, kMaxDims>{dv, hv, n_t, 1} || !dense(o)) return false;
+  if (y.op != Op::RMS_NORM || y.src[0] != &o || !dense(y) || !same_shape(y, o)) return false;
+  if (m.op != Op::MUL || m.src[0] != &y || !dense(m) || !same_shape(m, y)) return false;
+  const Tensor& w = *m.src[1];
+  if (!dense(w) || w.ne[0] != dv || nelements(w) != dv) return false;
+  if (r.op != Op::RESHAPE || r.src[0] != &m || r.data != m.data || r.ne[0] != dv * hv || r.ne[1] != n_t) return false;
+  if (gated.op != Op::MUL || (gated.src[0] != &r && gated.src[1] != &r)) return false;
+  const Tensor& z = *gated.src[gated.src[0] == &r ? 1 : 0];
+  return dense(z) && dense(gated) && same_shape(z, gated) && same_shape(gated, r);
+}
+
+// The tail's outputs against what the kernel reads: apart from g's inputs, result and the weight
+// (other blocks read them); apart or the same elements among themselves. z is read before the
+// thread's stores, so only the last result may lie on it (z must not be y or m).
+bool gated_norm_safe(std::span<Tensor* const> nodes, const Tensor& z) {
+  const Tensor& g = *nodes[0];
+  const Tensor &y = *nodes[2], &m = *nodes[3], &gated = *nodes[5];
+  for (const Tensor* out : {&y, &m, &gated}) {
+    if (!disjoint(*out, g) || !disjoint(*out, *m.src[1])) return false;
+    for (int i = 0; i < 6; ++i)
+      if (!disjoint(*out, *g.src[i])) return false;
+  }
+  return apart_or_same(y, m) && apart_or_same(y, gated) && apart_or_same(m, gated) && disjoint(z, y) &&
+         disjoint(z, m) && apart_or_same(z, gated);
+}
+
+// The int8 rows of gated for next (an int8 GEMV of it), where they overlap nothing the kernel reads
+// or writes; nullptr otherwise.
+char* gated_q8_rows(const Ctx& ctx, std::span<Tensor* const> nodes, const Tensor& z) {
+  const Tensor& gated = *nodes[5];
+  char* q = q8_input_target(ctx, gated, nodes.size() > 6 ? nodes[6] : nullptr);
+  if (!q) return nullptr;
+  const size_t n = q8_rows_bytes(gated);
+  const Tensor& g = *nodes[0];
+  const Tensor* touched[] = {&g, nodes[2], nodes[3], nodes[5], &z, nodes[3]->src[1]};
+  for (const Tensor* t : touched)
+    if (bytes_overlap(q, n, t->data, nbytes(*t))) return nullptr;
+  for (int i = 0; i < 6; ++i)
+    if (bytes_overlap(q, n, g.src[i]->data, nbytes(*g.src[i]))) return nullptr;
+  return q;
+}
+
+}  // namespace
+
+int gated_delta_rule_fused(const Ctx& ctx, std::span<Tensor* const> nodes, const Tensor** carried) {
+  *carried = nullptr;
+  Tensor& g = *nodes[0];
+  if (g.op != Op::GATED_DELTA_RULE || takes_chunked(g)) return 0;
+  const Tensor* cpy = state_copy(nodes);
+  bool gated = gated_norm_nodes(nodes);
+  const Tensor* z = nullptr;
+  if (gated) {
+    z = nodes[5]->src[nodes[5]->src[0] == nodes[4] ? 1 : 0];
+    gated = gated_norm_safe(nodes, *z);
+  }
+  if (!cpy && !gated) return 0;
+  float* cache = cpy ? static_cast<float*>(g.src[5]->data) : nullptr;
+  *carried = cpy;
+  if (!gated) {
+    run_gdr(ctx, g, cache);
+    return 1;
+  }
+  GatedNorm n;
+  n.y = static_cast<float*>(nodes[2]->data);
+  n.m = static_cast<float*>(nodes[3]->data);
+  n.gated = static_cast<float*>(nodes[5]->data);
+  n.w = static_cast<const float*>(nodes[3]->src[1]->data);
+  n.z = static_cast<const float*>(z->data);
+  n.q8 = gated_q8_rows(ctx, nodes, *z);
+  n.q8_stride = mm::q8_row_stride(nodes[5]->ne[0]);
+  n.eps = static_cast<double>(nodes[2]->p<NormParams>().eps);
+  n.arrivals = ctx.arrivals;
+  run_gdr(ctx, g, cache, &n);
+  if (n.q8) *ctx.q8 = {n.q8, nodes[5], nodes[5]->data};
+  return 6;
 }
 
 }  // namespace gl::cuda

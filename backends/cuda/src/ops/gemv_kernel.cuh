@@ -881,8 +881,6 @@ void launch_single(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& row
   // H100 had a 4096 x 8192 Q4_K GEMV's 2,048 blocks of 4 rows (72 registers, 14 blocks per SM) in
   // 1.11 waves.
   if constexpr (std::is_same_v<Act, Q8Act>) {
-    constexpr int kQ = gemv_rows_of<WT>();
-    static_assert(kQ == 4, "int8 GEMV rows: 4, 2 or 1");
     // Pipelined at one activation row: 4 weight rows a group up to N = 8192, then 2 (the probe's
     // best at 4096 x 4096 and 8192 was 4, past that 1 - 2).
     if constexpr (M == 1 && kPipeable<WT, Rows>)

@@ -70,12 +70,15 @@ bool conv_window(const Ctx& ctx, Tensor& concat, Tensor& conv, Tensor& silu);
 // in *carried, which the caller then does not launch). The nodes launched, or 0.
 int conv_window_norm(const Ctx& ctx, std::span<Tensor* const> nodes, const Tensor** carried);
 void gated_delta_rule(const Ctx& ctx, Tensor& dst);  // GATED_DELTA_RULE
-// A GATED_DELTA_RULE (recurrent form) whose last state a later CPY puts back into the state it
-// read (the model's cache update, an effect at the end of the step graph), with nothing between
-// touching that cache: the kernel also writes the state there, each thread the elements it read at
-// the start. Returns the CPY, which the caller then does not launch; nullptr when nothing was
-// launched.
-const Tensor* gated_delta_rule_to_cache(const Ctx& ctx, std::span<Tensor* const> nodes);
+// A GATED_DELTA_RULE (recurrent form) with what the decode graph does next, in one kernel:
+// - the CPY that puts its last state back into the state it read (the model's cache update, an
+//   effect at the end of the step graph), with nothing between touching that cache: the kernel
+//   writes the state there, each thread the elements it read at the start (set in *carried, which
+//   the caller then does not launch);
+// - the gated RMSNorm right after it (VIEW(o) -> RMS_NORM -> MUL(weight) -> RESHAPE -> MUL(z)),
+//   and under FAST the int8 rows of a GEMV of its result (Ctx::q8).
+// The leading nodes launched (1, or 6 with the norm), or 0 when it fused neither.
+int gated_delta_rule_fused(const Ctx& ctx, std::span<Tensor* const> nodes, const Tensor** carried);
 // GATED_DELTA_RULE in chunked (WY) form: n_states == 1, F32 q, k, v, g, beta; gated_delta_rule picks it.
 void gated_delta_rule_chunked(const Ctx& ctx, Tensor& dst);
 

@@ -1,12 +1,12 @@
-// matmul_gemv_q8.cu - the GEMV of gemv_kernel.cuh against int8 activations, for the K-quant
-// weights under Precision::FAST (as llama.cpp's CUDA backend multiplies its quantized types).
+// matmul_gemv_q8.cu - the GEMV of gemv_kernel.cuh against int8 activations, for Q8_0 and the
+// K-quant weights under Precision::FAST (as llama.cpp's CUDA backend multiplies its quantized types).
 //
 //   quantize_rows_q8(ctx, x, ws);                       // every activation row on its own
 //   launch_q8(ctx, w.type, rows_per_group, wd, rows, epi);  // rows address ws
 //
 // Why: the F32 activations are read through L1 at 4 bytes per element against ~0.6 bytes of
-// weights (K-quants), and their float FMAs take more registers than the quants; int8 quants and
-// dp4a cut both. Each activation block of 32 is quantized to d = max|x| / 127, q = round(x / d),
+// weights (K-quants; ~1.06 for Q8_0), and their float FMAs take more registers than the quants;
+// int8 quants and dp4a cut both. Each activation block of 32 is quantized to d = max|x| / 127, q = round(x / d),
 // so an element is off by at most d / 2 (the op harness's kNmseQ8Out bound), the weights stay
 // exact and the integer sums of a run are exact. A row is quantized from its own values only and
 // reduced in the float path's fixed order, so results stay batch invariant (MTP parity).
@@ -15,7 +15,7 @@
 
 namespace gl::cuda::mm {
 
-bool q8_gemv_type(DType w) { return w == DType::Q4_K || w == DType::Q5_K || w == DType::Q6_K; }
+bool q8_gemv_type(DType w) { return w == DType::Q8_0 || w == DType::Q4_K || w == DType::Q5_K || w == DType::Q6_K; }
 
 int64_t q8_row_stride(int64_t k) { return ceil_div<int64_t>(k + k / 32 * 4, 16) * 16; }
 
@@ -38,20 +38,14 @@ __global__ void __launch_bounds__(kQ8Threads) quantize_q8_kernel(TView x, char* 
   const int64_t per_row = x.ne[0] / 32, row = b / per_row, j = b % per_row;
   const int64_t i1 = row % x.ne[1], i2 = (row / x.ne[1]) % x.ne[2], i3 = row / (x.ne[1] * x.ne[2]);
   const float v = load_scalar(x.type, x.data + (32 * j + lane) * x.nb[0] + i1 * x.nb[1] + i2 * x.nb[2] + i3 * x.nb[3]);
-  float amax = fabsf(v);
-#pragma unroll
-  for (int off = kWarp / 2; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-  const float d = __fdiv_rn(amax, 127.0f);
-  const int q = amax > 0.0f ? __float2int_rn(__fdiv_rn(v, d)) : 0;
-  char* out = dst + row * stride;
-  out[32 * j + lane] = static_cast<char>(max(-127, min(127, q)));
-  if (lane == 0) reinterpret_cast<float*>(out + x.ne[0])[j] = d;
+  warp_quantize_q8(v, dst + row * stride, x.ne[0], j, lane);
 }
 
 template <int M, class Rows, class Epi>
 void launch_m(const Ctx& ctx, DType wt, const WDesc& w, const Rows& rows, const Epi& epi) {
   const Q8Act x{};
   switch (wt) {
+    case DType::Q8_0: return launch<DType::Q8_0, M>(ctx, w, x, rows, epi);
     case DType::Q4_K: return launch<DType::Q4_K, M>(ctx, w, x, rows, epi);
     case DType::Q5_K: return launch<DType::Q5_K, M>(ctx, w, x, rows, epi);
     case DType::Q6_K: return launch<DType::Q6_K, M>(ctx, w, x, rows, epi);

@@ -163,4 +163,16 @@ size_t q8_act_bytes(DType w, const Tensor& x);
 // x's rows (i1 fastest, then i2, i3), each quantized on its own, into dst at q8_row_stride(k).
 void quantize_rows_q8(const Ctx& ctx, const Tensor& x, char* dst);
 
+// Block `block` of a row of quantize_rows_q8's layout (row: ne0 int8, then a float d a block), a
+// warp's lane l holding its element 32 block + l: d = max|v| / 127, q = round(v / d) in [-127, 127].
+__device__ __forceinline__ void warp_quantize_q8(float v, char* row, int64_t ne0, int64_t block, int lane) {
+  float amax = fabsf(v);
+#pragma unroll
+  for (int off = kWarp / 2; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  const float d = __fdiv_rn(amax, 127.0f);
+  const int q = amax > 0.0f ? __float2int_rn(__fdiv_rn(v, d)) : 0;
+  row[kWarp * block + lane] = static_cast<char>(max(-127, min(127, q)));
+  if (lane == 0) reinterpret_cast<float*>(row + ne0)[block] = d;
+}
+
 }  // namespace gl::cuda::mm

@@ -83,6 +83,42 @@ struct QuantTraits<DType::Q8_0> {
     for (int e = 0; e < kChunk; ++e) s = fmaf(quant(w, e), x[e], s);
     return fmaf(w.d, s, acc);
   }
+
+  // Against int8 activations (Precision::FAST, matmul_gemv_q8.cu): a chunk is a whole block, its 32
+  // quants as 8 words (quant 4i + b in byte b of q[i]) and d; the dot is d dx sum(q xq), the integer
+  // sum exact (dp4a), against the activation block of the same 32 elements.
+  struct Q8Wide {
+    static constexpr int kChunk = 32;
+    static constexpr int kRuns = 1;
+    __device__ static int64_t run_start(int64_t c, int) { return c * kChunk; }
+    struct Chunk {
+      uint32_t q[8];
+      float d;
+    };
+    // The quants start 2 bytes into a 2-byte aligned block: the 8 aligned words from their word's
+    // start, then (when they start mid-word) the last quant pair, funnel-shifted into place. Every
+    // read stays in the block.
+    __device__ static void load_chunk(const char* row, int64_t c, Chunk& out, bool) {
+      const char* blk = row + c * int64_t{kBlockBytes};
+      const char* qs = blk + offsetof(BlockQ8_0, qs);
+      const uintptr_t a = reinterpret_cast<uintptr_t>(qs);
+      const unsigned int* base = reinterpret_cast<const unsigned int*>(a & ~uintptr_t{3});
+      const uint32_t sh = static_cast<uint32_t>(a & 3u) * 8u;  // 0 or 16
+      uint32_t wd[9];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) wd[i] = __ldg(base + i);
+      wd[8] = qio::ld16(qs + 30);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) out.q[i] = __funnelshift_r(wd[i], wd[i + 1], sh);
+      out.d = qio::f16(qio::ld16(blk));
+    }
+    __device__ static float dot_q8(const Chunk& w, const int (&xq)[8], const float (&dx)[1], float acc) {
+      int s = 0;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) s = __dp4a(static_cast<int>(w.q[i]), xq[i], s);
+      return fmaf(w.d * dx[0], qio::to_f(s), acc);
+    }
+  };
 };
 
 }  // namespace gl::cuda
