@@ -42,7 +42,7 @@ double device_nmse(DType w) {
 // so each activation is off by at most d / 2 = max|x_block| / 254 and the weights are exact. With
 // independent rounding errors, NMSE ~ (d^2 / 12) / mean(x^2); here |x| is in [0.1, 1] (max ~1, mean
 // x^2 ~0.37), so ~1.4e-5: the bound of one Q8_0 rounding (kNmseQ8Out, 7x margin). Other types keep
-// their exact row under FAST. CUDA under FAST rounds the activations of its Q4_K / Q5_K / Q6_K GEMV
+// their exact row under FAST. CUDA under FAST rounds the activations of its Q8_0 / Q4_K / Q5_K / Q6_K GEMV
 // rows the same way (blocks of 32), within the same bound (OpCase::threshold). BF16 weights under
 // FAST multiply activations rounded to BF16 (round to nearest even: relative error <= 2^-9, NMSE
 // of the products ~(2^-9)^2 / 3 ~ 1.3e-6) with exact products summed in float: kNmseBf16Out.

@@ -25,9 +25,10 @@ void PrintTo(const OpsParam& p, std::ostream* os) { *os << p.c.name << " on " <<
 
 // Every case on every compiled backend, and the ops with a FAST path once more under
 // Precision::FAST: on the CPU (matrix products: int8 activations for quantized weights; fused
-// attention: vector sums in another order, within the same f32 bounds) and on CUDA (matrix
-// products of more than 8 rows: one 16-bit GEMM; prefill attention over an F16 cache: Q and P
-// rounded to F16 for the tensor cores; both OpCase::kDeviceFastNmse). Other ops have one path.
+// attention: vector sums in another order, within the same f32 bounds) and on CUDA (products of
+// up to 8 rows with Q8_0 and K-quant weights: int8 activations, kNmseQ8Out; matrix products of more
+// than 8 rows: one 16-bit GEMM; prefill attention over an F16 cache: Q and P rounded to F16 for the
+// tensor cores; both OpCase::kDeviceFastNmse). Other ops have one path.
 std::vector<OpsParam> all_params() {
   std::vector<OpsParam> ps;
   const std::vector<std::string> names = compiled_backend_names();

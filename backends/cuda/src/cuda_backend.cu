@@ -385,6 +385,7 @@ class CudaBackend final : public Backend {
       return static_cast<size_t>(n);
     }
     if (nodes.size() >= 3 && conv_window(ctx_, *nodes[0], *nodes[1], *nodes[2])) return 3;
+    if (nodes.size() >= 3 && norm_mul_rope(ctx_, *nodes[0], *nodes[1], *nodes[2])) return 3;
     if (norm_mul(ctx_, *nodes[0], *nodes[1], after(2))) return 2;
     if (softmax_top_k(ctx_, *nodes[0], *nodes[1])) return 2;
     if (const int n = expert_weights(ctx_, nodes)) return static_cast<size_t>(n);

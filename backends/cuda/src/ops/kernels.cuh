@@ -23,6 +23,9 @@ bool norm_mul(const Ctx& ctx, Tensor& norm, Tensor& mul);
 // ADD -> norm -> MUL by a weight (a layer's residual add and the next RMSNorm), one kernel
 // writing all three results; false (nothing launched) when the three do not have that shape.
 bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& norm, Tensor& mul);
+// RMS_NORM -> MUL(weight) -> ROPE (NEOX) of rows up to 256 (the attention's q and k heads): one
+// kernel writing all three results; false (nothing launched) when the three do not have that shape.
+bool norm_mul_rope(const Ctx& ctx, Tensor& norm, Tensor& mul, Tensor& rope);
 // The longest run (2..4) of elementwise nodes at the front of nodes, each reading the previous
 // one, as one kernel writing every node's result; 0 (nothing launched) when there is none.
 int elementwise_chain(const Ctx& ctx, std::span<Tensor* const> nodes);

@@ -113,10 +113,42 @@ constexpr int kRowLanes = 32;
 constexpr int kRowElems = 8;  // per lane: rows up to 256
 constexpr int kRowsPerBlock = 8;
 
-template <bool kMul>
+// The rotation after the weight (norm_mul_rope: the attention's q and k heads): NEOX pairs (k, k +
+// half) of the first n_dims = 64 kHalf elements at the row's token position, with rope_kernel's
+// double arithmetic. Lane l holds elements l + 32 e, so a pair is elements e and e + kHalf of one lane.
+struct RopeFusion {
+  const int32_t* pos = nullptr;  // one position per token (the rows' dim 2)
+  float* out = nullptr;          // the ROPE node's result: dense F32, m's shape
+  double freq_base = 0.0, freq_scale = 0.0;
+  int32_t n_dims = 0;
+};
+
+template <int kHalf>
+__device__ __forceinline__ void rope_row(const RopeFusion& f, int64_t token, int64_t row, int64_t n, int lane,
+                                         const float (&mv)[kRowElems]) {
+  const double pt = __dmul_rn(static_cast<double>(f.pos[token]), f.freq_scale);
+  float* out = f.out + row * n;
+#pragma unroll
+  for (int e = 0; e < kRowElems; ++e) {
+    const int64_t i0 = lane + kRowLanes * e;
+    if (i0 >= n) continue;
+    if (e >= 2 * kHalf) {  // past n_dims: copied
+      out[i0] = mv[e];
+    } else if (e < kHalf) {
+      const double inv_freq = pow(f.freq_base, -2.0 * static_cast<double>(i0) / static_cast<double>(f.n_dims));
+      double sn, cs;
+      sincos(__dmul_rn(pt, inv_freq), &sn, &cs);
+      const double x0 = mv[e], x1 = mv[e + kHalf];
+      out[i0] = static_cast<float>(__dsub_rn(__dmul_rn(x0, cs), __dmul_rn(x1, sn)));
+      out[i0 + kRowLanes * kHalf] = static_cast<float>(__dadd_rn(__dmul_rn(x1, cs), __dmul_rn(x0, sn)));
+    }
+  }
+}
+
+template <bool kMul, int kHalf = 0>
 __global__ void __launch_bounds__(kRowLanes* kRowsPerBlock)
     short_norm_kernel(TensorArg x, TensorArg y, int64_t rows, bool rms, double eps, TensorArg w, TensorArg m,
-                      bool w_row) {
+                      bool w_row, RopeFusion rope = {}) {
   pdl_trigger();  // a following GEMV may become resident while this kernel runs
   const int lane = threadIdx.x % kRowLanes;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kRowLanes;
@@ -143,28 +175,33 @@ __global__ void __launch_bounds__(kRowLanes* kRowsPerBlock)
   const double inv = 1.0 / sqrt((rms ? ss / static_cast<double>(n) : ss) + eps);
   char* ry = row_ptr(y, i1, i2, i3);
   char* rm = kMul ? row_ptr(m, i1, i2, i3) : nullptr;
+  float mv[kRowElems];
 #pragma unroll
   for (int e = 0; e < kRowElems; ++e) {
     const int64_t i0 = lane + kRowLanes * e;
+    mv[e] = 0.0f;
     if (i0 >= n) continue;
     const float yv = static_cast<float>(static_cast<double>(xv[e]) * inv);
     store_plain(y.type, ry + i0 * y.nb[0], yv);
-    if constexpr (kMul) store_plain(m.type, rm + i0 * m.nb[0], round_to(y.type, yv) * wv[e]);
+    mv[e] = round_to(y.type, yv) * wv[e];
+    if constexpr (kMul) store_plain(m.type, rm + i0 * m.nb[0], mv[e]);
   }
+  if constexpr (kHalf > 0) rope_row<kHalf>(rope, i2, r, n, lane, mv);
 }
 
-// Rows short enough for short_norm_kernel: launched, true; else false.
-template <bool kMul>
-bool launch_short(const Ctx& ctx, const Tensor& x, const Tensor& y, const Tensor* w, const Tensor* m) {
+// Rows short enough for short_norm_kernel: launched, true; else false (kHalf > 0: with the rope).
+template <bool kMul, int kHalf = 0>
+bool launch_short(const Ctx& ctx, const Tensor& x, const Tensor& y, const Tensor* w, const Tensor* m,
+                  const RopeFusion& rope = {}) {
   if (y.ne[0] > int64_t{kRowLanes} * kRowElems) return false;
   const int64_t rows = nrows(y);
   const unsigned blocks =
       static_cast<unsigned>(std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, kMaxBlocks));
   if (rows == 0) return true;
   const bool w_row = w && w->ne[0] == y.ne[0] && w->ne[1] == 1 && w->ne[2] == 1 && w->ne[3] == 1;
-  short_norm_kernel<kMul><<<blocks, kRowLanes * kRowsPerBlock, 0, ctx.stream>>>(
+  short_norm_kernel<kMul, kHalf><<<blocks, kRowLanes * kRowsPerBlock, 0, ctx.stream>>>(
       arg(x), arg(y), rows, y.op == Op::RMS_NORM, static_cast<double>(y.p<NormParams>().eps), w ? arg(*w) : TensorArg{},
-      m ? arg(*m) : TensorArg{}, w_row);
+      m ? arg(*m) : TensorArg{}, w_row, rope);
   return true;
 }
 
@@ -395,6 +432,43 @@ bool norm_add_mul(const Ctx& ctx, Tensor& add, Tensor& nrm, Tensor& mul, const T
   norm_kernel<true, true><<<l.grid, l.block, 0, ctx.stream>>>(arg(a), arg(nrm), l.rows, nrm.op == Op::RMS_NORM,
                                                               static_cast<double>(nrm.p<NormParams>().eps), f);
   return true;
+}
+
+namespace {
+
+// The ROPE after a fused norm x weight that short_norm_kernel can do too: NEOX over a multiple of 64
+// leading elements of rows of at most 256, one I32 position per token, dense F32 results, nothing
+// it writes lying on what it reads but the same elements.
+bool rope_fusable(const Tensor& nrm, const Tensor& mul, const Tensor& rope) {
+  if (rope.op != Op::ROPE || rope.src[0] != &mul) return false;
+  const RopeParams& p = rope.p<RopeParams>();
+  const Tensor& pos = *rope.src[1];
+  const int64_t n = mul.ne[0];
+  if (p.mode != RopeMode::NEOX || p.n_dims % 64 != 0 || p.n_dims < 64 || p.n_dims > n ||
+      n > int64_t{kRowLanes} * kRowElems)
+    return false;
+  if (pos.type != DType::I32 || !is_contiguous(pos) || nelements(pos) != mul.ne[2] || mul.ne[3] != 1) return false;
+  if (nrm.type != DType::F32 || !dense_f32(mul) || !dense_f32(rope) || !same_shape(rope, mul)) return false;
+  const Tensor& w = *mul.src[1];
+  return safe_to_fuse(rope, *nrm.src[0]) && safe_to_fuse(rope, nrm) && safe_to_fuse(rope, mul) && disjoint(rope, w) &&
+         disjoint(rope, pos);
+}
+
+}  // namespace
+
+bool norm_mul_rope(const Ctx& ctx, Tensor& nrm, Tensor& mul, Tensor& rope) {
+  if (!is_norm(nrm) || !weight_mul_fusable(nrm, mul) || !rope_fusable(nrm, mul, rope)) return false;
+  const RopeParams& p = rope.p<RopeParams>();
+  const RopeFusion f{static_cast<const int32_t*>(rope.src[1]->data), static_cast<float*>(rope.data),
+                     static_cast<double>(p.freq_base), static_cast<double>(p.freq_scale), p.n_dims};
+  const Tensor& x = *nrm.src[0];
+  const Tensor& w = *mul.src[1];
+  switch (p.n_dims / 64) {
+    case 1: return launch_short<true, 1>(ctx, x, nrm, &w, &mul, f);
+    case 2: return launch_short<true, 2>(ctx, x, nrm, &w, &mul, f);
+    case 4: return launch_short<true, 4>(ctx, x, nrm, &w, &mul, f);
+    default: return false;  // other widths (192) are not instantiated: left to the two kernels
+  }
 }
 
 }  // namespace gl::cuda
