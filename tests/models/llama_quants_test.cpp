@@ -202,7 +202,7 @@ TEST_P(LlamaQuantsTest, LogitsMatchTheExactMath) {
 }
 
 // (d) Every backend under Precision::FAST (the CPU: Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights multiply
-// activations quantized to int8 per block; CUDA: its Q4_K, Q5_K and Q6_K GEMV rows the same, and
+// activations quantized to int8 per block; CUDA: its Q8_0, Q4_K, Q5_K and Q6_K GEMV rows the same, and
 // prefill GEMMs on activations rounded to F16/BF16) against the exact logits, next to llama.cpp's
 // own error on the same file. Bound: kFastVsLlamaBound (see its comment).
 TEST_P(LlamaQuantsTest, FastLogits) {

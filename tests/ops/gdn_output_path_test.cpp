@@ -4,8 +4,8 @@
 // (rms_norm per value head -> x weight -> x silu(z)) and the output projection (a Q4_K GEMV, whose
 // int8 activation rows the kernel writes under FAST).
 // On every compiled backend, at EXACT and FAST, with 1 token (decode) and 3 (a verify, a snapshot
-// per token), value heads of 64 and 128 channels (clusters of 2 and 4 column blocks), and more
-// value heads than key heads:
+// per token), value heads of 64 and 128 channels (2 and 4 column blocks counting their arrivals),
+// and more value heads than key heads:
 //   * every result equals, bit for bit, that of the same backend with fusion off (GL_CUDA_FUSION=0,
 //     which only CUDA reads): the product too, so the kernel's int8 rows are quantize_rows_q8's;
 //   * the gated output and the carried state match the CPU within 1e-9 (NMSE): F32 recurrences and

@@ -159,7 +159,7 @@ class CudaBackend final : public Backend {
     GL_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
     GL_CUBLAS_CHECK(cublasSetWorkspace(ctx_.cublas, cublas_workspace_, kCublasWorkspaceBytes));
     GL_CUDA_CHECK(cudaMalloc(&ctx_.arrivals, kArrivalSlots * sizeof(unsigned)));
-    GL_CUDA_CHECK(cudaMemset(ctx_.arrivals, 0, kArrivalSlots * sizeof(unsigned)));
+    GL_CUDA_CHECK(cudaMemsetAsync(ctx_.arrivals, 0, kArrivalSlots * sizeof(unsigned), ctx_.stream));
   }
 
   ~CudaBackend() override {

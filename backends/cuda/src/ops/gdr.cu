@@ -342,10 +342,12 @@ bool gated_norm_nodes(std::span<Tensor* const> nodes) {
 
 // The tail's outputs against what the kernel reads: apart from g's inputs, result and the weight
 // (other blocks read them); apart or the same elements among themselves. z is read before the
-// thread's stores, so only the last result may lie on it (z must not be y or m).
+// thread's stores, so only the last result may lie on it (z must not be y or m). z and the weight
+// are read before a head's blocks have all written their o: neither may lie on g's result.
 bool gated_norm_safe(std::span<Tensor* const> nodes, const Tensor& z) {
   const Tensor& g = *nodes[0];
   const Tensor &y = *nodes[2], &m = *nodes[3], &gated = *nodes[5];
+  if (!disjoint(z, g) || !disjoint(*m.src[1], g)) return false;
   for (const Tensor* out : {&y, &m, &gated}) {
     if (!disjoint(*out, g) || !disjoint(*out, *m.src[1])) return false;
     for (int i = 0; i < 6; ++i)
