@@ -1,6 +1,6 @@
 // fused_graph.h - one small graph computed on a named backend with CUDA fusion on or off, for the
-// tests that compare a fused kernel with its unfused nodes bit for bit (gdn_input_path_test.cpp,
-// gdn_output_path_test.cpp).
+// tests that compare a fused kernel with its unfused nodes bit for bit (gdn_gates_test.cpp,
+// gdn_input_path_test.cpp, gdn_output_path_test.cpp, qk_norm_rope_test.cpp).
 //
 //   Results r = run_graph("cuda", /*fusion=*/false, Precision::EXACT, values, build);
 #pragma once

@@ -11,18 +11,14 @@
 //     the products are of order one and softplus' and sigmoid's slopes are at most 1 and 1/4.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
-#include "common/backends.h"
-#include "ggml-lite/context.h"
-#include "ggml-lite/diag.h"
-#include "ggml-lite/executor.h"
 #include "ggml-lite/ops.h"
+#include "ops/fused_graph.h"
 #include "ops/matmul_product.h"
 
 namespace gl::test {
@@ -52,46 +48,21 @@ GateInputs gate_inputs(DType t, int64_t m) {
 // The two gates on a backend; x_node: x is scale(x_in, 1) rather than an input.
 Gates run_gates(std::string_view backend, DType t, const GateInputs& in, int64_t m, Precision p, bool x_node,
                 bool fusion) {
-  Context ctx;
-  Tensor* wa = ctx.new_tensor(t, {kK, kN}, "wa");
-  Tensor* wb = ctx.new_tensor(t, {kK, kN}, "wb");
-  Tensor* x_in = ctx.new_tensor(DType::F32, {kK, m}, "x");
-  Tensor* dt = ctx.new_tensor(DType::F32, {kN}, "dt");
-  Tensor* a = ctx.new_tensor(DType::F32, {kN}, "a");
-  for (Tensor* t_in : {wa, wb, x_in, dt, a}) t_in->flags |= TENSOR_INPUT;
-  Tensor* x = x_node ? scale(ctx, x_in, 1.0f) : x_in;
-  Tensor* g = mul(ctx, softplus(ctx, add(ctx, mul_mat(ctx, wa, x), dt)), a);
-  Tensor* beta = sigmoid(ctx, mul_mat(ctx, wb, x));
-  Graph graph = Graph::build({g, beta});
-  const std::string fusion_var(diag_env_name(Diag::CUDA_FUSION_OFF));
-  if (!fusion) setenv(fusion_var.c_str(), "0", 1);
-  std::unique_ptr<Backend> be = make_test_backend(backend);
-  if (!fusion) unsetenv(fusion_var.c_str());
-  Gates out;
-  if (!be) {
-    ADD_FAILURE() << "backend " << backend << " is not available";
-    return out;
-  }
-  be->set_precision(p);
-  Executor ex({be.get()});
-  if (Status s = ex.allocate(graph); !s) {
-    ADD_FAILURE() << "allocate: " << s.error();
-    return out;
-  }
-  ex.set_input(*wa, in.wa.data());
-  ex.set_input(*wb, in.wb.data());
-  ex.set_input(*x_in, in.x.data());
-  ex.set_input(*dt, in.dt.data());
-  ex.set_input(*a, in.a.data());
-  if (Status s = ex.compute(graph); !s) {
-    ADD_FAILURE() << "compute: " << s.error();
-    return out;
-  }
-  out.g.resize(static_cast<size_t>(kN * m));
-  out.beta.resize(static_cast<size_t>(kN * m));
-  ex.get_output(*g, out.g.data());
-  ex.get_output(*beta, out.beta.data());
-  return out;
+  auto build = [&](Context& ctx, std::vector<Tensor*>& inputs) {
+    Tensor* wa = graph_input(ctx, inputs, t, {kK, kN}, "wa");
+    Tensor* wb = graph_input(ctx, inputs, t, {kK, kN}, "wb");
+    Tensor* x_in = graph_input(ctx, inputs, DType::F32, {kK, m}, "x");
+    Tensor* dt = graph_input(ctx, inputs, DType::F32, {kN}, "dt");
+    Tensor* a = graph_input(ctx, inputs, DType::F32, {kN}, "a");
+    Tensor* x = x_node ? scale(ctx, x_in, 1.0f) : x_in;
+    Tensor* g = mul(ctx, softplus(ctx, add(ctx, mul_mat(ctx, wa, x), dt)), a);
+    Tensor* beta = sigmoid(ctx, mul_mat(ctx, wb, x));
+    return std::vector<Tensor*>{g, beta};
+  };
+  const std::vector<std::vector<char>> values{in.wa, in.wb, as_bytes(in.x), as_bytes(in.dt), as_bytes(in.a)};
+  Results r = run_graph(backend, fusion, p, values, build);
+  if (r.size() != 2) return {};
+  return {std::move(r[0]), std::move(r[1])};
 }
 
 using GatesParam = std::tuple<std::string, Precision, DType>;
