@@ -320,24 +320,25 @@ bool apart_or_same(const Tensor& a, const Tensor& b) {
 }
 
 // nodes[1..5] as the decode graph builds the gated RMSNorm of g's output: VIEW(o) -> RMS_NORM ->
-// MUL(weight row) -> RESHAPE to [Dv Hv, T] -> MUL with z (either side), all dense F32, Dv whole warps.
-bool gated_norm_nodes(std::span<Tensor* const> nodes) {
-  if (nodes.size() < 6) return false;
+// MUL(weight row) -> RESHAPE to [Dv Hv, T] -> MUL with z (either side), all dense F32, Dv whole
+// warps. Returns z, or nullptr when the nodes have another shape.
+const Tensor* gated_norm_nodes(std::span<Tensor* const> nodes) {
+  if (nodes.size() < 6) return nullptr;
   const Tensor& g = *nodes[0];
   const Tensor &o = *nodes[1], &y = *nodes[2], &m = *nodes[3], &r = *nodes[4], &gated = *nodes[5];
   const int64_t dv = g.src[2]->ne[0], hv = g.src[2]->ne[1], n_t = g.src[2]->ne[2];
   if (dv % kWarp != 0 || dv > kGatedMaxDv || hv > kArrivalSlots || o.op != Op::VIEW || o.view_src != &g ||
       o.view_offs != 0)
-    return false;
-  if (o.ne != std::array<int64_t, kMaxDims>{dv, hv, n_t, 1} || !dense(o)) return false;
-  if (y.op != Op::RMS_NORM || y.src[0] != &o || !dense(y) || !same_shape(y, o)) return false;
-  if (m.op != Op::MUL || m.src[0] != &y || !dense(m) || !same_shape(m, y)) return false;
+    return nullptr;
+  if (o.ne != std::array<int64_t, kMaxDims>{dv, hv, n_t, 1} || !dense(o)) return nullptr;
+  if (y.op != Op::RMS_NORM || y.src[0] != &o || !dense(y) || !same_shape(y, o)) return nullptr;
+  if (m.op != Op::MUL || m.src[0] != &y || !dense(m) || !same_shape(m, y)) return nullptr;
   const Tensor& w = *m.src[1];
-  if (!dense(w) || w.ne[0] != dv || nelements(w) != dv) return false;
-  if (r.op != Op::RESHAPE || r.src[0] != &m || r.data != m.data || r.ne[0] != dv * hv || r.ne[1] != n_t) return false;
-  if (gated.op != Op::MUL || (gated.src[0] != &r && gated.src[1] != &r)) return false;
+  if (!dense(w) || w.ne[0] != dv || nelements(w) != dv) return nullptr;
+  if (r.op != Op::RESHAPE || r.src[0] != &m || r.data != m.data || r.ne[0] != dv * hv || r.ne[1] != n_t) return nullptr;
+  if (gated.op != Op::MUL || (gated.src[0] != &r && gated.src[1] != &r)) return nullptr;
   const Tensor& z = *gated.src[gated.src[0] == &r ? 1 : 0];
-  return dense(z) && dense(gated) && same_shape(z, gated) && same_shape(gated, r);
+  return dense(z) && dense(gated) && same_shape(z, gated) && same_shape(gated, r) ? &z : nullptr;
 }
 
 // The tail's outputs against what the kernel reads: apart from g's inputs, result and the weight
@@ -380,12 +381,8 @@ int gated_delta_rule_fused(const Ctx& ctx, std::span<Tensor* const> nodes, const
   Tensor& g = *nodes[0];
   if (g.op != Op::GATED_DELTA_RULE || takes_chunked(g)) return 0;
   const Tensor* cpy = state_copy(nodes);
-  bool gated = gated_norm_nodes(nodes);
-  const Tensor* z = nullptr;
-  if (gated) {
-    z = nodes[5]->src[nodes[5]->src[0] == nodes[4] ? 1 : 0];
-    gated = gated_norm_safe(nodes, *z);
-  }
+  const Tensor* z = gated_norm_nodes(nodes);
+  const bool gated = z && gated_norm_safe(nodes, *z);
   if (!cpy && !gated) return 0;
   float* cache = cpy ? static_cast<float*>(g.src[5]->data) : nullptr;
   *carried = cpy;
