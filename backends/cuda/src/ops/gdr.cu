@@ -60,8 +60,24 @@ struct GatedNorm {
 // Value heads up to this wide: one lane's 8 elements of a row, as short_norm_kernel holds them.
 constexpr int64_t kGatedMaxDv = 256;
 
+// Element (i0, i1, i2) of an input: any float dtype through load_scalar, or (kF32: every input F32
+// with unit element stride, as the model feeds them) a plain float load. The dtype branches and
+// their conversions had ncu count ~2,200 instructions a warp in a 9B decode layer, 14 us (H100).
+template <bool kF32>
 __device__ __forceinline__ float at(const TView& t, int64_t i0, int64_t i1, int64_t i2) {
-  return mm::load_scalar(t.type, t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2]);
+  const char* p = t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2];
+  if constexpr (kF32) {
+    return *reinterpret_cast<const float*>(p);
+  } else {
+    return mm::load_scalar(t.type, p);
+  }
+}
+
+// Whether every input is F32 with unit element stride (gdr_kernel's kF32).
+bool f32_inputs(const GdrArgs& a) {
+  for (const TView* t : {&a.q, &a.k, &a.v, &a.g, &a.beta, &a.state})
+    if (t->type != DType::F32 || t->nb[0] != sizeof(float)) return false;
+  return true;
 }
 
 // One token's inputs as this thread needs them: its k and q rows, v of its column, the gates.
@@ -71,19 +87,30 @@ struct Token {
   float v, decay, beta;
 };
 
-template <int kRows>
+template <int kRows, bool kF32>
 __device__ __forceinline__ void load_token(const GdrArgs& a, int64_t j, int64_t iv, int64_t ik0, int64_t t,
                                            Token<kRows>& tk) {
   const int64_t jk = j % a.hk;  // value head j reads key head j % Hk
+  if constexpr (kF32) {  // this thread's rows of k and q from their first element: one address each
+    const float* kr = reinterpret_cast<const float*>(a.k.data + jk * a.k.nb[1] + t * a.k.nb[2]) + ik0;
+    const float* qr = reinterpret_cast<const float*>(a.q.data + jk * a.q.nb[1] + t * a.q.nb[2]) + ik0;
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) {
-    const bool in = ik0 + i < a.dk;
-    tk.k[i] = in ? at(a.k, ik0 + i, jk, t) : 0.0f;
-    tk.q[i] = in ? at(a.q, ik0 + i, jk, t) : 0.0f;
+    for (int i = 0; i < kRows; ++i) {
+      const bool in = ik0 + i < a.dk;
+      tk.k[i] = in ? kr[i] : 0.0f;
+      tk.q[i] = in ? qr[i] : 0.0f;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const bool in = ik0 + i < a.dk;
+      tk.k[i] = in ? at<false>(a.k, ik0 + i, jk, t) : 0.0f;
+      tk.q[i] = in ? at<false>(a.q, ik0 + i, jk, t) : 0.0f;
+    }
   }
-  tk.v = at(a.v, iv, j, t);
-  tk.decay = expf(at(a.g, j, t, 0));
-  tk.beta = at(a.beta, j, t, 0);
+  tk.v = at<kF32>(a.v, iv, j, t);
+  tk.decay = expf(at<kF32>(a.g, j, t, 0));
+  tk.beta = at<kF32>(a.beta, j, t, 0);
 }
 
 // Whether this block is the last of head j's column blocks to have written its o (every thread
@@ -150,7 +177,7 @@ __device__ void gated_norm_tail(const GdrArgs& a, const GatedNorm& n, int64_t j,
 
 // Block (32 lanes = state columns, kGdrWarps warps = row slices); grid (column blocks, value heads);
 // with kGated, gated_norm_tail after the tokens.
-template <int kRows, bool kGated>
+template <int kRows, bool kGated, bool kF32>
 __global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a, GatedNorm norm) {
   __shared__ float red_u[kGdrWarps][kWarp];
   __shared__ float red_o[kGdrWarps][kWarp];
@@ -163,15 +190,17 @@ __global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a, GatedN
 
   float s[kRows];
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) s[i] = owns_col && ik0 + i < a.dk ? at(a.state, iv, ik0 + i, j) : 0.0f;
+  for (int i = 0; i < kRows; ++i) s[i] = owns_col && ik0 + i < a.dk ? at<kF32>(a.state, iv, ik0 + i, j) : 0.0f;
 
   const int64_t first_snapshot = a.n_tokens - a.n_states;
-  float* states = a.out + a.dv * a.hv * a.n_tokens;
+  // Element (ik0, iv) of head j's state in a [Dv, Dk, Hv] array; row i is i * Dv further.
+  const int64_t own = (j * a.dk + ik0) * a.dv + iv;
+  float* states = a.out + a.dv * a.hv * a.n_tokens + own;
   Token<kRows> cur;
-  load_token<kRows>(a, j, iv, ik0, 0, cur);
+  load_token<kRows, kF32>(a, j, iv, ik0, 0, cur);
   for (int64_t t = 0; t < a.n_tokens; ++t) {
     Token<kRows> next = cur;
-    if (t + 1 < a.n_tokens) load_token<kRows>(a, j, iv, ik0, t + 1, next);
+    if (t + 1 < a.n_tokens) load_token<kRows, kF32>(a, j, iv, ik0, t + 1, next);
 
     // S = exp(g) S; u = S^T k
     float pu = 0.0f;
@@ -203,15 +232,15 @@ __global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a, GatedN
       a.out[(t * a.hv + j) * a.dv + iv] = o;
     }
     if (t >= first_snapshot && owns_col) {
-      float* snap = states + ((t - first_snapshot) * a.hv + j) * a.dk * a.dv;
+      float* snap = states + (t - first_snapshot) * a.hv * a.dk * a.dv;
 #pragma unroll
       for (int i = 0; i < kRows; ++i)
-        if (ik0 + i < a.dk) snap[(ik0 + i) * a.dv + iv] = s[i];
+        if (ik0 + i < a.dk) snap[i * a.dv] = s[i];
     }
     if (a.cache && t == a.n_tokens - 1 && owns_col) {  // the elements this thread read at the start
 #pragma unroll
       for (int i = 0; i < kRows; ++i)
-        if (ik0 + i < a.dk) a.cache[(j * a.dk + ik0 + i) * a.dv + iv] = s[i];
+        if (ik0 + i < a.dk) a.cache[own + i * a.dv] = s[i];
     }
     cur = next;
   }
@@ -233,16 +262,22 @@ bool takes_chunked(const Tensor& dst) {
   return dst.p<GdrParams>().n_states == 1 && n_tokens >= kChunkedMinTokens && chunked_inputs(dst);
 }
 
-template <int kRows>
-void launch(const Ctx& ctx, const GdrArgs& a, const GatedNorm* norm) {
+template <int kRows, bool kF32>
+void launch_typed(const Ctx& ctx, const GdrArgs& a, const GatedNorm* norm) {
   const dim3 grid(static_cast<unsigned>(mm::ceil_div<int64_t>(a.dv, kWarp)), static_cast<unsigned>(a.hv));
   const dim3 block(kWarp, kGdrWarps);
   if (norm) {
-    gdr_kernel<kRows, true><<<grid, block, 0, ctx.stream>>>(a, *norm);
+    gdr_kernel<kRows, true, kF32><<<grid, block, 0, ctx.stream>>>(a, *norm);
   } else {
-    gdr_kernel<kRows, false><<<grid, block, 0, ctx.stream>>>(a, GatedNorm{});
+    gdr_kernel<kRows, false, kF32><<<grid, block, 0, ctx.stream>>>(a, GatedNorm{});
   }
   GL_CUDA_CHECK(cudaGetLastError());
+}
+
+template <int kRows>
+void launch(const Ctx& ctx, const GdrArgs& a, const GatedNorm* norm) {
+  if (f32_inputs(a)) return launch_typed<kRows, true>(ctx, a, norm);
+  launch_typed<kRows, false>(ctx, a, norm);
 }
 
 }  // namespace
