@@ -23,6 +23,7 @@
 #include "kernels.cuh"
 #include "mm_utils.cuh"
 #include "q8_input.cuh"
+#include "warp_norm.cuh"
 
 namespace gl::cuda {
 namespace {
@@ -150,16 +151,12 @@ __device__ void gated_norm_tail(const GdrArgs& a, const GatedNorm& n, int64_t j,
     if (t != warp) load_wz(t);
     const float* o = a.out + (t * a.hv + j) * a.dv;
     float x[kE];
-    double ss = 0.0;
 #pragma unroll
     for (int e = 0; e < kE; ++e) {
       const int64_t i0 = lane + int64_t{kWarp} * e;
       x[e] = i0 < a.dv ? __ldcg(o + i0) : 0.0f;  // from L2: other blocks wrote most of them
-      ss += static_cast<double>(x[e]) * x[e];
     }
-#pragma unroll
-    for (int off = kWarp / 2; off > 0; off >>= 1) ss += __shfl_xor_sync(kFullMask, ss, off);
-    const double inv = 1.0 / sqrt(ss / static_cast<double>(a.dv) + n.eps);
+    const double inv = 1.0 / sqrt(warp_sum_squares(x) / static_cast<double>(a.dv) + n.eps);
 #pragma unroll
     for (int e = 0; e < kE; ++e) {
       const int64_t i0 = lane + int64_t{kWarp} * e, i = (t * a.hv + j) * a.dv + i0;

@@ -17,6 +17,7 @@
 #include "kernels.cuh"
 #include "mm_utils.cuh"
 #include "q8_input.cuh"
+#include "warp_norm.cuh"
 
 namespace gl::cuda {
 namespace {
@@ -167,11 +168,7 @@ __global__ void __launch_bounds__(kRowLanes* kRowsPerBlock)
     xv[e] = i0 < n ? load_plain(x.type, rx + i0 * x.nb[0]) : 0.0f;
     wv[e] = kMul && i0 < n ? load_plain(w.type, rw + (w_row ? i0 : i0 % w.ne[0]) * w.nb[0]) : 0.0f;
   }
-  double ss = 0.0;
-#pragma unroll
-  for (int e = 0; e < kRowElems; ++e) ss += static_cast<double>(xv[e]) * xv[e];
-#pragma unroll
-  for (int off = kRowLanes / 2; off > 0; off >>= 1) ss += __shfl_xor_sync(kFullMask, ss, off);
+  const double ss = warp_sum_squares(xv);
   const double inv = 1.0 / sqrt((rms ? ss / static_cast<double>(n) : ss) + eps);
   char* ry = row_ptr(y, i1, i2, i3);
   char* rm = kMul ? row_ptr(m, i1, i2, i3) : nullptr;

@@ -12,6 +12,7 @@
 #include "chain.cuh"
 #include "kernels.cuh"
 #include "mm_utils.cuh"
+#include "warp_norm.cuh"
 
 namespace gl::cuda {
 namespace {
@@ -158,15 +159,9 @@ __global__ void __launch_bounds__(kConvThreads)
 #pragma unroll
   for (int e = 0; e < E; ++e) load_taps(k, r * n.dk + lane + kNormLanes * e, t, p[e]);
   float y[E];
-  double ss = 0.0;
 #pragma unroll
-  for (int e = 0; e < E; ++e) {
-    y[e] = conv_store(k, r * n.dk + lane + kNormLanes * e, t, n_t, carry, p[e]);
-    ss += static_cast<double>(y[e]) * y[e];
-  }
-#pragma unroll
-  for (int off = kNormLanes / 2; off > 0; off >>= 1) ss += __shfl_xor_sync(kFullMask, ss, off);
-  const double inv = 1.0 / sqrt(ss + n.eps);
+  for (int e = 0; e < E; ++e) y[e] = conv_store(k, r * n.dk + lane + kNormLanes * e, t, n_t, carry, p[e]);
+  const double inv = 1.0 / sqrt(warp_sum_squares(y) + n.eps);
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int64_t i0 = lane + kNormLanes * e;
