@@ -92,7 +92,8 @@ template <int kRows, bool kF32>
 __device__ __forceinline__ void load_token(const GdrArgs& a, int64_t j, int64_t iv, int64_t ik0, int64_t t,
                                            Token<kRows>& tk) {
   const int64_t jk = j % a.hk;  // value head j reads key head j % Hk
-  if constexpr (kF32) {  // this thread's rows of k and q from their first element: one address each
+  // F32: this thread's rows of k and q from their first element, one address each.
+  if constexpr (kF32) {
     const float* kr = reinterpret_cast<const float*>(a.k.data + jk * a.k.nb[1] + t * a.k.nb[2]) + ik0;
     const float* qr = reinterpret_cast<const float*>(a.q.data + jk * a.q.nb[1] + t * a.q.nb[2]) + ik0;
 #pragma unroll
