@@ -106,6 +106,9 @@ void add_gdr(std::vector<OpCase>& out) {
   for (int64_t t : {5, 65, 130}) out.push_back(gdr_case({32, 32, 2, 4, t, 4}));
   out.push_back(gdr_case({128, 128, 2, 2, 65, 1}));  // Qwen3.5 head size, Hv == Hk
   out.push_back(gdr_case({64, 32, 1, 3, 5, 4}));     // Dk != Dv, Hv = 3 Hk
+  // Odd head sizes, F32, token by token with snapshots: on CUDA, rows past Dk in a warp's slice
+  // and idle lanes in a head's last column block.
+  out.push_back(gdr_case({40, 72, 3, 3, 5, 4}));
   out.push_back(gdr_fused_views_case(9, 4));
   // Chunked forms (n_states 1, T >= 64 on CUDA): one full chunk, a partial last chunk, several
   // chunks at the Qwen3.5 head size with Hv = 2 Hk, odd head sizes with Hv = Hk, strided views.

@@ -5,9 +5,10 @@
 // and 32 state columns (one per lane, coalesced with the state's iv-fastest layout) and its 8 warps
 // split the Dk rows, each thread keeping its rows of its column in registers. The two Dk sums per
 // token (u = S^T k after the decay, o = S^T q after the write) are per-thread fmaf chains, then a
-// fixed-order sum over the warps through shared memory. The input state (the cache) is only read;
-// outputs and the n_states snapshots go to the flat F32 result. The next token's inputs are loaded
-// before the current token's sums to hide their latency.
+// fixed-order sum over the warps through shared memory. Outputs and the n_states snapshots go to
+// the flat F32 result; the input state (the cache) is only read, unless the step's CPY of the last
+// state back into it is fused (gated_delta_rule_fused: each thread then overwrites the elements it
+// read). The next token's inputs are loaded before the current token's sums to hide their latency.
 // Every token is a step, so prefill costs T dependent steps per head: long single-state calls go to
 // the chunked form in gdr_chunked.cu instead.
 //

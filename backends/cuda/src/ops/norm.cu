@@ -111,6 +111,7 @@ __global__ void __launch_bounds__(kNormThreads)
 // Short rows (up to 256 elements: attention heads, GDN heads), one warp per row and 8 rows per
 // block: every element is loaded up front and the sum needs only the warp's xor tree, no barrier.
 constexpr int kRowLanes = 32;
+static_assert(kRowLanes == mm::kWarp, "warp_sum_squares: a row is one full warp");
 constexpr int kRowElems = 8;  // per lane: rows up to 256
 constexpr int kRowsPerBlock = 8;
 

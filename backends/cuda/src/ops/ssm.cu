@@ -80,6 +80,7 @@ struct QkNorm {
 };
 
 constexpr int kNormLanes = 32;
+static_assert(kNormLanes == mm::kWarp, "warp_sum_squares: a row is one full warp");
 constexpr int kNormElems = 8;  // per lane: heads up to 256 channels (short_norm_kernel's limit)
 constexpr int kNormWarps = kConvThreads / kNormLanes;
 

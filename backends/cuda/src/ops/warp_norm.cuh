@@ -1,7 +1,8 @@
-// warp_norm.cuh - the sum of squares of a row held by one warp, as the short-row norms form it
-// (norm.cu's short_norm_kernel, ssm.cu's conv_norm_kernel, gdr.cu's gated-norm tail): a lane sums
-// its elements' squares in double in element order, then the warp's xor tree. Every lane gets the
-// row's sum, and the three kernels keep the same bits for the same row.
+// warp_norm.cuh - the sum of squares of a row held by one full warp (32 lanes, lane l holding
+// elements l + 32 e), as the short-row norms form it (norm.cu's short_norm_kernel, ssm.cu's
+// conv_norm_kernel, gdr.cu's gated-norm tail): a lane sums its elements' squares in double in
+// element order, then the warp's xor tree. Every lane gets the row's sum, and the three kernels
+// keep the same bits for the same row.
 #pragma once
 
 #include "cuda_utils.cuh"
