@@ -1,12 +1,10 @@
-// ssm.h - internals of the CPU Gated DeltaNet kernels (ssm.cpp, ssm_chunked.cpp), exposed for tests.
+// ssm.h - internals of the CPU Gated DeltaNet kernels (ssm.cpp).
 //
 //   gl::cpu::GdrProblem p(dst);              // dst: a GATED_DELTA_RULE node with data
 //   std::vector<float> s(p.dk * p.dv);
 //   p.load_state(j, s.data());               // S_j as [Dk][Dv]: s[ik * Dv + iv]
 //
-// gated_delta_rule (kernels.h) runs the chunked form for long single-state
-// calls and the token recurrence otherwise; both forms are callable directly so
-// tests can compare them.
+// gated_delta_rule (kernels.h) runs the token recurrence for every call.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +12,6 @@
 #include "ggml-lite/tensor.h"
 
 namespace gl::cpu {
-
-// Chunk length of the chunked (WY / UT) form.
-inline constexpr int64_t kGdrChunk = 64;
-// gated_delta_rule uses the chunked form from this many tokens on (n_states == 1 only).
-inline constexpr int64_t kGdrChunkMinTokens = 16;
 
 // Shapes of a GATED_DELTA_RULE node and strided access to its per-head inputs.
 struct GdrProblem {
@@ -45,7 +38,5 @@ struct GdrProblem {
 };
 
 void gated_delta_rule_recurrent(Tensor& dst);
-// Same result to float rounding; requires n_states == 1.
-void gated_delta_rule_chunked(Tensor& dst);
 
 }  // namespace gl::cpu

@@ -1,5 +1,5 @@
-// gdr_chunked.cpp - GATED_DELTA_RULE for prefill in chunked (WY / UT) form, the math of the CPU's
-// ssm_chunked.cpp: gdr_prep.comp does the state-free work of every chunk at once, gdr_scan.comp
+// gdr_chunked.cpp - GATED_DELTA_RULE for prefill in chunked (WY / UT) form (spec section 6.5; the
+// CPU runs the token recurrence): gdr_prep.comp does the state-free work of every chunk at once, gdr_scan.comp
 // carries the state across chunks (n_tokens / 64 sequential steps instead of n_tokens). Only for
 // calls that emit the final state alone (n_states = 1) and have kMinTokens tokens or more: verify
 // (K + 1 <= 4 tokens, a state per token) stays token by token, so its rows keep the bits of decode.
@@ -15,7 +15,7 @@ namespace gl::vulkan {
 namespace {
 
 constexpr int64_t kC = 64;             // gdr_chunk.glsl's kC
-constexpr int64_t kMinTokens = 16;     // as the CPU's kGdrChunkMinTokens
+constexpr int64_t kMinTokens = 16;     // tokens from which the chunked form runs
 constexpr int64_t kPassTokens = 1024;  // tokens per pass (bounds the workspace)
 constexpr int64_t kScanTv = 16;        // gdr_scan.comp's kTv
 constexpr int64_t kScanMaxDk = 256;    // gdr_scan.comp's kMaxDk
