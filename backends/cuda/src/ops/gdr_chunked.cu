@@ -1,6 +1,6 @@
 // gdr_chunked.cu - GATED_DELTA_RULE on CUDA in chunked (WY / UT) form, for prefill.
 //
-// Spec section 6.5, the same math as the CPU's ssm_chunked.cpp. Per value head j and chunk of
+// Spec section 6.5 (the CPU runs the same recurrence token by token). Per value head j and chunk of
 // C = 64 tokens (gamma_i the in-chunk cumulative log decay, D[i][m] = exp(gamma_i - gamma_m) for
 // m <= i, P_i = exp(gamma_i), padded tokens zero with g = beta = 0):
 //   A  = strictly lower (diag(beta) K K^T .* D)         M = lower-incl-diag (Q K^T .* D)
