@@ -17,7 +17,6 @@
 #include "kernels.h"
 #include "parallel.h"
 #include "rows.h"
-#include "ssm.h"
 #include "team.h"
 
 namespace gl::cpu {
@@ -27,6 +26,64 @@ float load_scalar(const Tensor& t, int64_t i0, int64_t i1) {
   float f;
   to_float(t.type, elem_ptr(t, i0, i1, 0, 0), &f, 1);
   return f;
+}
+
+// Shapes of a GATED_DELTA_RULE node and strided access to its per-head inputs.
+struct GdrProblem {
+  explicit GdrProblem(Tensor& dst);
+
+  const Tensor* q;
+  const Tensor* k;
+  const Tensor* v;
+  const Tensor* g;
+  const Tensor* beta;
+  const Tensor* state;
+  int64_t dk, hk, dv, hv, n_tokens, n_states;
+  float* out;  // dst data: o [Dv, Hv, T], then n_states states [Dv, Dk, Hv]
+
+  float* o_row(int64_t j, int64_t t) const { return out + (t * hv + j) * dv; }
+  // Snapshot s (0 .. n_states-1) of head j, [Dk][Dv].
+  float* state_out(int64_t s, int64_t j) const { return out + dv * hv * n_tokens + (s * hv + j) * dk * dv; }
+  // Input state of value head j as [Dk][Dv].
+  void load_state(int64_t j, float* s) const;
+  // g and beta of head j for tokens t0 .. t0+n-1.
+  void load_gates(int64_t j, int64_t t0, int64_t n, float* g_out, float* beta_out) const;
+  // q, k (key head j % Hk) and v (value head j) of token t.
+  void load_qkv(int64_t j, int64_t t, float* q_out, float* k_out, float* v_out) const;
+};
+
+GdrProblem::GdrProblem(Tensor& dst)
+    : q(dst.src[0]),
+      k(dst.src[1]),
+      v(dst.src[2]),
+      g(dst.src[3]),
+      beta(dst.src[4]),
+      state(dst.src[5]),
+      dk(q->ne[0]),
+      hk(q->ne[1]),
+      dv(v->ne[0]),
+      hv(v->ne[1]),
+      n_tokens(q->ne[2]),
+      n_states(dst.p<GdrParams>().n_states),
+      out(static_cast<float*>(dst.data)) {
+  GL_ASSERT(dst.type == DType::F32 && is_contiguous(dst), "[gated_delta_rule] dst must be contiguous F32");
+}
+
+void GdrProblem::load_state(int64_t j, float* s) const {
+  for (int64_t ik = 0; ik < dk; ++ik) load_row(*state, ik, j, 0, s + ik * dv);
+}
+
+void GdrProblem::load_gates(int64_t j, int64_t t0, int64_t n, float* g_out, float* beta_out) const {
+  for (int64_t t = 0; t < n; ++t) {
+    g_out[t] = load_scalar(*g, j, t0 + t);
+    beta_out[t] = load_scalar(*beta, j, t0 + t);
+  }
+}
+
+void GdrProblem::load_qkv(int64_t j, int64_t t, float* q_out, float* k_out, float* v_out) const {
+  load_row(*q, j % hk, t, 0, q_out);
+  load_row(*k, j % hk, t, 0, k_out);
+  load_row(*v, j, t, 0, v_out);
 }
 
 // Row (i1, 0, 0) of t as floats: in place for plain F32 rows, else converted into buf.
@@ -89,41 +146,7 @@ void recurrent_head(const GdrProblem& p, int64_t j, RecurrentScratch& w) {
 
 }  // namespace
 
-GdrProblem::GdrProblem(Tensor& dst)
-    : q(dst.src[0]),
-      k(dst.src[1]),
-      v(dst.src[2]),
-      g(dst.src[3]),
-      beta(dst.src[4]),
-      state(dst.src[5]),
-      dk(q->ne[0]),
-      hk(q->ne[1]),
-      dv(v->ne[0]),
-      hv(v->ne[1]),
-      n_tokens(q->ne[2]),
-      n_states(dst.p<GdrParams>().n_states),
-      out(static_cast<float*>(dst.data)) {
-  GL_ASSERT(dst.type == DType::F32 && is_contiguous(dst), "[gated_delta_rule] dst must be contiguous F32");
-}
-
-void GdrProblem::load_state(int64_t j, float* s) const {
-  for (int64_t ik = 0; ik < dk; ++ik) load_row(*state, ik, j, 0, s + ik * dv);
-}
-
-void GdrProblem::load_gates(int64_t j, int64_t t0, int64_t n, float* g_out, float* beta_out) const {
-  for (int64_t t = 0; t < n; ++t) {
-    g_out[t] = load_scalar(*g, j, t0 + t);
-    beta_out[t] = load_scalar(*beta, j, t0 + t);
-  }
-}
-
-void GdrProblem::load_qkv(int64_t j, int64_t t, float* q_out, float* k_out, float* v_out) const {
-  load_row(*q, j % hk, t, 0, q_out);
-  load_row(*k, j % hk, t, 0, k_out);
-  load_row(*v, j, t, 0, v_out);
-}
-
-void gated_delta_rule_recurrent(Tensor& dst) {
+void gated_delta_rule(Tensor& dst) {
   const GdrProblem p(dst);
   parallel_for(p.hv, p.hv > 1 && p.hv * p.dk * p.dv * p.n_tokens >= kParallelMinMacs,
                [&](int64_t r_begin, int64_t r_end) {
@@ -131,8 +154,6 @@ void gated_delta_rule_recurrent(Tensor& dst) {
                  for (int64_t j = r_begin; j < r_end; ++j) recurrent_head(p, j, w);
                });
 }
-
-void gated_delta_rule(Tensor& dst) { gated_delta_rule_recurrent(dst); }
 
 void ssm_conv(Tensor& dst) {
   const Tensor& xs = *dst.src[0];
