@@ -231,6 +231,7 @@ __device__ void attend(const AttnArgs& a, int64_t h0, int64_t t, int64_t tile0, 
 // every tile (n_split == 1).
 template <int EPL, int G, int kKv>
 __global__ void __launch_bounds__(kThreads) attn_kernel(AttnArgs a) {
+  pdl_trigger();
   __shared__ Smem<G> sm;
   const int64_t s = blockIdx.x, h0 = static_cast<int64_t>(blockIdx.y) * G, t = blockIdx.z;
   const int64_t n_tiles = (a.k.ne[2] + kTile - 1) / kTile;
@@ -262,6 +263,7 @@ __global__ void __launch_bounds__(kThreads) attn_kernel(AttnArgs a) {
 // the same for every element. (One block per row merged 256 splits at a 32k span on 16 SMs.) A
 // split with every key masked (max -inf, sum and outputs 0) adds nothing.
 __global__ void __launch_bounds__(kThreads) merge_kernel(AttnArgs a) {
+  pdl_trigger();
   __shared__ float part_o[kWarps][32];
   __shared__ float part_l[kWarps], warp_max[kWarps];
   const int64_t h = blockIdx.x, t = blockIdx.y, dv = a.v.ne[0];

@@ -131,46 +131,49 @@ __device__ bool last_of_head(unsigned* arrivals, int64_t j) {
   return last;
 }
 
-// The last column block of head j: each warp takes tokens t = warp (mod kGdrWarps); lane l holds
-// row elements l + 32 e, sums their squares in double, then the warp's xor tree (short_norm_kernel's
-// order), and writes y, m, gated (and the int8 block of each 32) of those elements.
+// The last column block of head j: work item (token t, slot e) stores elements l + 32 e of token
+// t's row (lane l); its warp first sums the squares of the whole row as short_norm_kernel does
+// (lane l holds elements l + 32 e' in double, then the warp's xor tree), so every item of a token
+// has the same bits. A warp takes items warp, warp + kGdrWarps, ...: a decode token's Dv / 32 slots
+// go to as many warps (the stores and int8 blocks of a slot were one warp's serial work).
 __device__ void gated_norm_tail(const GdrArgs& a, const GatedNorm& n, int64_t j, int lane, int warp) {
   constexpr int kE = kGatedMaxDv / kWarp;
-  float wv[kE], zv[kE];  // the weight and gate elements of a token's row, as o's are indexed
-  auto load_wz = [&](int64_t t) {
-#pragma unroll
-    for (int e = 0; e < kE; ++e) {
-      const int64_t i0 = lane + int64_t{kWarp} * e;
-      wv[e] = i0 < a.dv ? n.w[i0] : 0.0f;
-      zv[e] = i0 < a.dv ? n.z[(t * a.hv + j) * a.dv + i0] : 0.0f;
-    }
+  const int64_t slots = a.dv / kWarp;  // dv is whole warps
+  const int64_t items = a.n_tokens * slots;
+  float wv = 0.0f, zv = 0.0f;  // the weight and gate element of the item's slot
+  auto load_wz = [&](int64_t item) {
+    const int64_t t = item / slots, i0 = lane + int64_t{kWarp} * (item % slots);
+    wv = n.w[i0];
+    zv = n.z[(t * a.hv + j) * a.dv + i0];
   };
-  // The warp's first token's before the count (every block: they do not depend on o), so that
+  // The warp's first item's before the count (every block: they do not depend on o), so that
   // only o's reads follow it.
-  if (warp < a.n_tokens) load_wz(warp);
+  if (warp < items) load_wz(warp);
   if (!last_of_head(n.arrivals, j)) return;
-  for (int64_t t = warp; t < a.n_tokens; t += kGdrWarps) {
-    if (t != warp) load_wz(t);
+  for (int64_t item = warp; item < items; item += kGdrWarps) {
+    if (item != warp) load_wz(item);
+    const int64_t t = item / slots;
+    const int e = static_cast<int>(item % slots);
     const float* o = a.out + (t * a.hv + j) * a.dv;
     float x[kE];
 #pragma unroll
-    for (int e = 0; e < kE; ++e) {
-      const int64_t i0 = lane + int64_t{kWarp} * e;
-      x[e] = i0 < a.dv ? __ldcg(o + i0) : 0.0f;  // from L2: other blocks wrote most of them
+    for (int k = 0; k < kE; ++k) {
+      const int64_t i0 = lane + int64_t{kWarp} * k;
+      x[k] = i0 < a.dv ? __ldcg(o + i0) : 0.0f;  // from L2: other blocks wrote most of them
     }
     const double inv = 1.0 / sqrt(warp_sum_squares(x) / static_cast<double>(a.dv) + n.eps);
+    float xe = x[0];  // x[e] by selects: a dynamic index would put x in local memory
 #pragma unroll
-    for (int e = 0; e < kE; ++e) {
-      const int64_t i0 = lane + int64_t{kWarp} * e, i = (t * a.hv + j) * a.dv + i0;
-      if (i0 >= a.dv) break;  // dv is whole warps: the same e for every lane
-      const float y = static_cast<float>(static_cast<double>(x[e]) * inv);
-      const float m = y * wv[e];
-      const float g = zv[e] * m;
-      n.y[i] = y;
-      n.m[i] = m;
-      n.gated[i] = g;
-      if (n.q8) mm::warp_quantize_q8(g, n.q8 + t * n.q8_stride, a.dv * a.hv, j * a.dv / kWarp + e, lane);
-    }
+    for (int k = 1; k < kE; ++k)
+      if (k == e) xe = x[k];
+    const int64_t i = (t * a.hv + j) * a.dv + lane + int64_t{kWarp} * e;
+    const float y = static_cast<float>(static_cast<double>(xe) * inv);
+    const float m = y * wv;
+    const float g = zv * m;
+    n.y[i] = y;
+    n.m[i] = m;
+    n.gated[i] = g;
+    if (n.q8) mm::warp_quantize_q8(g, n.q8 + t * n.q8_stride, a.dv * a.hv, j * a.dv / kWarp + e, lane);
   }
 }
 
@@ -178,6 +181,7 @@ __device__ void gated_norm_tail(const GdrArgs& a, const GatedNorm& n, int64_t j,
 // with kGated, gated_norm_tail after the tokens.
 template <int kRows, bool kGated, bool kF32>
 __global__ void __launch_bounds__(kWarp* kGdrWarps) gdr_kernel(GdrArgs a, GatedNorm norm) {
+  pdl_trigger();
   __shared__ float red_u[kGdrWarps][kWarp];
   __shared__ float red_o[kGdrWarps][kWarp];
   const int lane = static_cast<int>(threadIdx.x), warp = static_cast<int>(threadIdx.y);

@@ -414,7 +414,18 @@ struct WChunkQ8<WT> {
   __device__ static void load(const char* row, int64_t c, const WDesc& w, Chunk& out) {
     Q::load_chunk(row, c, out, w.vec);
   }
+  // What the chunk derives from its loaded bytes (K-quants: the header's factors), where the
+  // traits defer it from load_chunk.
+  __device__ static void ready(Chunk& out) {
+    if constexpr (requires { Q::ready(out); }) Q::ready(out);
+  }
 };
+
+// C::ready on a loaded chunk, for the chunk types that have it.
+template <class C>
+__device__ __forceinline__ void chunk_ready(typename C::Chunk& c) {
+  if constexpr (requires { C::ready(c); }) C::ready(c);
+}
 
 // The activations of chunk c of weight chunk type C, run by run (v[r * L + e] is element
 // run_start(c, r) + e).
@@ -642,6 +653,8 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_kernel(WDesc w, Act x, Rows 
 #pragma unroll
       for (int r = 0; r < R; ++r) C::load(wrow[r], c, w, wc[r]);
 #pragma unroll
+      for (int r = 0; r < R; ++r) chunk_ready<C>(wc[r]);
+#pragma unroll
       for (int i = 0; i < M; ++i) {
         typename Act::template Vals<C> xv;
         x.template load<C>(grp.x[i], c, w.k, xv);
@@ -742,6 +755,8 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_pipe_kernel(WDesc w, Rows ro
   const int out_r = tid / M, out_i = tid % M;
   for (; g < n_groups; g += gridDim.x) {
     if (active && g + gridDim.x < n_groups) load_group(g + gridDim.x, nxt);
+#pragma unroll
+    for (int r = 0; r < R; ++r) chunk_ready<C>(cur[r]);
     const int64_t n = g * RO + out_r;
     const bool writes = tid < RO * M && n < w.n && out_i < grp.count;
     [[maybe_unused]] float epi_in[kMaxChain];

@@ -33,6 +33,7 @@ __device__ __forceinline__ int32_t id_at(const TensorArg& ids, int64_t i, int64_
 
 // d[:, i, b2, b3] = a[:, ids[i, b2, b3], b2, b3], converted to d.type (a of a plain type).
 __global__ void get_rows_kernel(TensorArg a, TensorArg ids, TensorArg d, int64_t rows) {
+  pdl_trigger();
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
     int64_t i, b2, b3;
     unravel_row(d.ne, r, i, b2, b3);
@@ -49,6 +50,7 @@ __global__ void get_rows_kernel(TensorArg a, TensorArg ids, TensorArg d, int64_t
 // exactly as the reference dequantizer computes it.
 template <class Q>
 __global__ void get_rows_quant_kernel(TensorArg a, TensorArg ids, TensorArg d, int64_t rows) {
+  pdl_trigger();
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {
     int64_t i, b2, b3;
     unravel_row(d.ne, r, i, b2, b3);
@@ -66,6 +68,7 @@ __global__ void get_rows_quant_kernel(TensorArg a, TensorArg ids, TensorArg d, i
 // dst[:, ids[i, b2, b3], b2, b3] = src[:, i, b2, b3]. With repeated ids in a batch the last row
 // writing an id wins (the CPU's rule), so the result does not depend on scheduling.
 __global__ void set_rows_kernel(TensorArg dst, TensorArg src, TensorArg ids, int64_t rows) {
+  pdl_trigger();
   __shared__ int scratch[32];
   const int64_t n = src.ne[1];
   for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
@@ -166,6 +169,7 @@ __global__ void copy_kernel(TensorArg from, TensorArg to, int64_t rows) {
 // length; the builders allow no other quantized source).
 template <class Q>
 __global__ void copy_to_quant_kernel(TensorArg from, TensorArg to, int64_t rows) {
+  pdl_trigger();
   const int64_t n = to.ne[0];
   const bool same_rows = from.ne[0] == n;
   for (int64_t r = first_row_base() + threadIdx.y; r < rows; r += row_stride()) {

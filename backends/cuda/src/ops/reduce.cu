@@ -32,6 +32,7 @@ __device__ __forceinline__ int32_t* index_out(const TensorArg& d, int64_t i1, in
 
 // Index of the first largest value of each row; 0 when no value exceeds -inf (all -inf or NaN).
 __global__ void argmax_kernel(TensorArg a, TensorArg d, int64_t rows) {
+  pdl_trigger();
   __shared__ Ranked scratch[32];
   for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
     const int64_t r = base + threadIdx.y;
@@ -53,6 +54,7 @@ __global__ void argmax_kernel(TensorArg a, TensorArg d, int64_t rows) {
 // node's workspace, then argmax_merge_kernel picks the best of a row's segments. The order is
 // total, so the index equals the one-block scan's.
 __global__ void argmax_segments_kernel(TensorArg a, Ranked* part, int64_t seg) {
+  pdl_trigger();
   __shared__ Ranked scratch[32];
   const int64_t r = blockIdx.y, s = blockIdx.x;
   int64_t i1, i2, i3;
@@ -69,6 +71,7 @@ __global__ void argmax_segments_kernel(TensorArg a, Ranked* part, int64_t seg) {
 }
 
 __global__ void argmax_merge_kernel(const Ranked* part, int n_seg, TensorArg a, TensorArg d) {
+  pdl_trigger();
   __shared__ Ranked scratch[32];
   const int64_t r = blockIdx.x;
   Ranked best{-INFINITY, kNoIndex};
@@ -81,6 +84,7 @@ __global__ void argmax_merge_kernel(const Ranked* part, int n_seg, TensorArg a, 
 
 // Indices of the k largest values of each row, largest first, lower index first on ties.
 __global__ void top_k_kernel(TensorArg a, TensorArg d, int64_t rows, int32_t k) {
+  pdl_trigger();
   __shared__ Ranked scratch[32];
   for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
     const int64_t r = base + threadIdx.y;
@@ -106,6 +110,7 @@ __global__ void top_k_kernel(TensorArg a, TensorArg d, int64_t rows, int32_t k) 
 
 // [n, ne1, ne2, ne3] -> [1, ne1, ne2, ne3], the sum accumulated in double.
 __global__ void sum_rows_kernel(TensorArg a, TensorArg d, int64_t rows) {
+  pdl_trigger();
   __shared__ double scratch[32];
   for (int64_t base = first_row_base(); base < rows; base += row_stride()) {
     const int64_t r = base + threadIdx.y;
@@ -125,6 +130,7 @@ __global__ void sum_rows_kernel(TensorArg a, TensorArg d, int64_t rows) {
 // [8, H, T] view): a thread per row, so that adjacent threads read adjacent elements of the
 // strided rows. A block per row read them 32 bytes at a time (35B-A3B pp512: 286 us per layer).
 __global__ void sum_short_rows_kernel(TensorArg a, TensorArg d, int64_t rows) {
+  pdl_trigger();
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows; r += int64_t{gridDim.x} * blockDim.x) {
     int64_t i1 = 0, i2 = 0, i3 = 0;
     unravel_row(a.ne, r, i1, i2, i3);
@@ -168,6 +174,7 @@ __device__ __forceinline__ void store_sum(const TensorArg& sum, int64_t i, int64
 
 // A thread per output; the sums may not lie on a or w (other threads still read them).
 __global__ void weighted_sum_kernel(TensorArg a, TensorArg w, TensorArg prod, TensorArg sum, int64_t rows) {
+  pdl_trigger();
   const auto wt = [&](int64_t j, int64_t t) {
     return *reinterpret_cast<const float*>(w.data + j * w.nb[1] + t * w.nb[2]);
   };
@@ -183,6 +190,7 @@ constexpr int kWsumMaxWeights = 256;
 
 __global__ void __launch_bounds__(kWsumThreads)
     weighted_sum_block_kernel(TensorArg a, TensorArg w, TensorArg prod, TensorArg sum, int64_t rows) {
+  pdl_trigger();
   __shared__ float ws[kWsumMaxWeights];
   const int64_t k = a.ne[1];
   for (int64_t e = threadIdx.x; e < k * a.ne[2]; e += blockDim.x)

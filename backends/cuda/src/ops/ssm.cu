@@ -22,6 +22,7 @@ using mm::TView;
 constexpr int kConvThreads = 256;
 
 __global__ void ssm_conv_kernel(TView xs, TView w, float* out, int64_t channels, int64_t n_t) {
+  pdl_trigger();
   const int64_t kc = w.ne[0];
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < channels * n_t;
        i += int64_t{gridDim.x} * blockDim.x) {

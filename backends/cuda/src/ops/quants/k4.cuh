@@ -178,20 +178,25 @@ struct KBlock4 {
   // high nibbles sub-block 2 c4 + 1 (run 1), each one whole 32-element activation block. A
   // sub-block's scale and min are decoded once instead of once per half: ncu had the 32-element
   // chunks issue-bound (about 75 instructions per 16 quant bytes, Q4_K GEMVs at 1.0-1.5 TB/s).
+  // load_chunk only loads; ready() decodes the header, and dot_q8 Q5_K's fifth bits. The pipelined
+  // GEMV loads the next row group's chunks under a branch while it dots this group's, and a decode
+  // inside that branch made every iteration wait for its loads before the dots.
   struct Q8Wide {
     static constexpr int kChunk = 64;
     static constexpr int kRuns = 2;
     __device__ static int64_t run_start(int64_t c, int r) { return (c >> 2) * kBlock + 64 * (c & 3) + 32 * r; }
     struct Chunk {
-      uint32_t q[8];   // quant bytes: low nibbles run 0, high nibbles run 1
-      uint32_t hb[8];  // Q5_K: fifth bits, bit 0 / bit 1 of byte e (as KBlock4::Chunk)
-      Factors f[2];
+      uint32_t q[8];    // quant bytes: low nibbles run 0, high nibbles run 1
+      uint32_t qh[8];   // Q5_K: the qh words as loaded (fifth bits 2 c4 and 2 c4 + 1 of each byte)
+      uint32_t hdr[4];  // d | dmin << 16, then the 12 scale bytes
+      int c4;
+      Factors f[2];  // per run, from hdr (ready)
     };
     __device__ static void load_chunk(const char* row, int64_t c, Chunk& out, bool vec) {
       const char* blk = row + (c >> 2) * int64_t{kBlockBytes};
       const int c4 = static_cast<int>(c & 3);
-      uint32_t hdr[4], a[4], b[4];
-      qio::ld128(blk, vec, hdr);
+      uint32_t a[4], b[4];
+      qio::ld128(blk, vec, out.hdr);
       qio::ld128(blk + L::kQs + 32 * c4, vec, a);
       qio::ld128(blk + L::kQs + 32 * c4 + 16, vec, b);
 #pragma unroll
@@ -200,18 +205,20 @@ struct KBlock4 {
         qio::ld128(blk + L::kQh, vec, a);
         qio::ld128(blk + L::kQh + 16, vec, b);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          out.hb[i] = (a[i] >> (2 * c4)) & 0x03030303u;
-          out.hb[4 + i] = (b[i] >> (2 * c4)) & 0x03030303u;
-        }
+        for (int i = 0; i < 4; ++i) out.qh[i] = a[i], out.qh[4 + i] = b[i];
       }
-      const uint32_t sc[3] = {hdr[1], hdr[2], hdr[3]};
-      const float d = qio::f16(hdr[0]), dmin = qio::f16(hdr[0] >> 16);
+      out.c4 = c4;
+    }
+    // The runs' factors from the header, as KBlock4::load_chunk forms them: once per chunk, after
+    // its loads have landed and before its dot products (gemv_kernel.cuh's chunk_ready).
+    __device__ static void ready(Chunk& w) {
+      const uint32_t sc[3] = {w.hdr[1], w.hdr[2], w.hdr[3]};
+      const float d = qio::f16(w.hdr[0]), dmin = qio::f16(w.hdr[0] >> 16);
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         int ls, lm;
-        k4_scale_min(sc, 2 * c4 + r, ls, lm);
-        out.f[r] = {d * qio::to_f(ls), dmin * qio::to_f(lm)};
+        k4_scale_min(sc, 2 * w.c4 + r, ls, lm);
+        w.f[r] = {d * qio::to_f(ls), dmin * qio::to_f(lm)};
       }
     }
     // Per run d dx sum(q xq) - m dx sum(xq), the integer sums exact (dp4a); xq holds run r's 32
@@ -222,8 +229,9 @@ struct KBlock4 {
       for (int i = 0; i < 8; ++i) {
         uint32_t lo = w.q[i] & 0x0F0F0F0Fu, hi = (w.q[i] >> 4) & 0x0F0F0F0Fu;
         if constexpr (L::kHighBits) {
-          lo |= (w.hb[i] & 0x01010101u) << 4;
-          hi |= (w.hb[i] & 0x02020202u) << 3;
+          const uint32_t hb = (w.qh[i] >> (2 * w.c4)) & 0x03030303u;
+          lo |= (hb & 0x01010101u) << 4;
+          hi |= (hb & 0x02020202u) << 3;
         }
         s0 = __dp4a(static_cast<int>(lo), xq[i], s0);
         s1 = __dp4a(static_cast<int>(hi), xq[8 + i], s1);
