@@ -790,8 +790,8 @@ __global__ void __launch_bounds__(kMaxThreads) gemv_pipe_kernel(WDesc w, Rows ro
 }
 
 // The instantiations gemv_pipe_kernel has: Q4_K MUL_MAT products and pairs. (Q5_K's chunks fit too,
-// but at 4 rows its kernel holds 203 registers and was not measured; Q6_K's int8 chunks are two a
-// thread at K = 4096, see kThreadChunks.)
+// but at 4 rows its kernel held 203 registers in session 21 and was not measured; Q6_K's int8
+// chunks are two a thread at K = 4096, see kThreadChunks.)
 template <DType WT, class Rows>
 inline constexpr bool kPipeable = WT == DType::Q4_K&& kThreadChunks<WT, Q8Act> == 1 &&
                                   (std::is_same_v<Rows, MulMatRows> || std::is_same_v<Rows, PairRows<MulMatRows>>);
