@@ -24,6 +24,13 @@ namespace {
 inline constexpr int kActKBlock = 256;  // K-quant activations (Q8_K-like)
 inline constexpr int kActBlock = 32;    // legacy-type activations (Q8_0-like)
 inline constexpr int kGroup = 4;        // activation rows per register tile of the dot products
+// The int8 kernels' (Int8RowGroups) tile: 8 rows where AVX-512VL gives 32 vector registers (8
+// int32 and 8 float accumulators beside the weight vectors), else kGroup.
+#if defined(__AVX512VL__)
+inline constexpr int kInt8Group = 8;
+#else
+inline constexpr int kInt8Group = kGroup;
+#endif
 
 struct ActQ8K {
   int8_t qs[kActKBlock];
@@ -129,9 +136,9 @@ inline FAcc facc_zero() { return 0.0f; }
 inline float facc_sum(FAcc a) { return a; }
 #endif
 
-// The row loop every int8 kernel shares (CRTP): groups of up to kGroup activation rows go over each
-// weight row (in cache after the first group); Impl::group<RX>(w, nb, x, out, col) does one group
-// of RX rows, whose activation rows are blocks of kElems elements.
+// The row loop every int8 kernel shares (CRTP): groups of up to kInt8Group activation rows go over
+// each weight row (in cache after the first group); Impl::group<RX>(w, nb, x, out, col) does one
+// group of RX rows, whose activation rows are blocks of kElems elements.
 template <class Impl, class Block, int64_t kElems>
 struct Int8RowGroups {
   template <int RX>
@@ -146,10 +153,10 @@ struct Int8RowGroups {
   static void dot_rows(const void* const* w, int nw, const void* const* x, int64_t nx, int64_t k, float* const* out,
                        int64_t out_off) {
     const int64_t nb = k / kElems;
-    for (int64_t j0 = 0; j0 < nx; j0 += kGroup)
+    for (int64_t j0 = 0; j0 < nx; j0 += kInt8Group)
       for (int i = 0; i < nw; ++i)
-        group_n<kGroup>(static_cast<int>(std::min<int64_t>(kGroup, nx - j0)), static_cast<const Block*>(w[i]), nb,
-                        x + j0, out + j0, out_off + i);
+        group_n<kInt8Group>(static_cast<int>(std::min<int64_t>(kInt8Group, nx - j0)), static_cast<const Block*>(w[i]),
+                            nb, x + j0, out + j0, out_off + i);
   }
 };
 

@@ -26,6 +26,18 @@ namespace gl::cpu {
 namespace {
 
 #if defined(__AVX2__)
+// acc + madd(p, s), lane by lane: one vpdpwssd where the CPU has VNNI (the same wrapping int32
+// sums, without saturation, as madd then add).
+inline __m256i madd_add(__m256i acc, __m256i p, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpwssd_epi32(acc, p, s);
+#elif defined(__AVXVNNI__)
+  return _mm256_dpwssd_avx_epi32(acc, p, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+#endif
+}
+
 // acc[j] += w . x[j] for RX activation blocks, the weight block w in registers (see
 // int8_levels.h for the formula). maddubs: |pair| <= 2 * 63 * 127 < 2^15; madd then applies the
 // int16 scales; |sum| < 2^31 for every level and scale the types allow.
@@ -40,7 +52,7 @@ inline void k_block_dot(const L& w, const ActQ8K* const* x, FAcc* acc) {
     for (int j = 0; j < RX; ++j) {
       const __m256i p =
           _mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j]->qs + 32 * t)));
-      isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, s));
+      isum[j] = madd_add(isum[j], p, s);
     }
   }
   for (int j = 0; j < RX; ++j) {
