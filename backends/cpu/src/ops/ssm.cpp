@@ -46,8 +46,8 @@ struct GdrProblem {
   float* state_out(int64_t s, int64_t j) const { return out + dv * hv * n_tokens + (s * hv + j) * dk * dv; }
   // Input state of value head j as [Dk][Dv].
   void load_state(int64_t j, float* s) const;
-  // g and beta of head j for tokens t0 .. t0+n-1.
-  void load_gates(int64_t j, int64_t t0, int64_t n, float* g_out, float* beta_out) const;
+  // g and beta of head j for every token.
+  void load_gates(int64_t j, float* g_out, float* beta_out) const;
   // q, k (key head j % Hk) and v (value head j) of token t.
   void load_qkv(int64_t j, int64_t t, float* q_out, float* k_out, float* v_out) const;
 };
@@ -73,10 +73,10 @@ void GdrProblem::load_state(int64_t j, float* s) const {
   for (int64_t ik = 0; ik < dk; ++ik) load_row(*state, ik, j, 0, s + ik * dv);
 }
 
-void GdrProblem::load_gates(int64_t j, int64_t t0, int64_t n, float* g_out, float* beta_out) const {
-  for (int64_t t = 0; t < n; ++t) {
-    g_out[t] = load_scalar(*g, j, t0 + t);
-    beta_out[t] = load_scalar(*beta, j, t0 + t);
+void GdrProblem::load_gates(int64_t j, float* g_out, float* beta_out) const {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    g_out[t] = load_scalar(*g, j, t);
+    beta_out[t] = load_scalar(*beta, j, t);
   }
 }
 
@@ -134,7 +134,7 @@ void recurrent_step(const GdrProblem& p, RecurrentScratch& w, float decay, float
 
 void recurrent_head(const GdrProblem& p, int64_t j, RecurrentScratch& w) {
   p.load_state(j, w.s.data());
-  p.load_gates(j, 0, p.n_tokens, w.g.data(), w.beta.data());
+  p.load_gates(j, w.g.data(), w.beta.data());
   const int64_t first_snapshot = p.n_tokens - p.n_states;
   for (int64_t t = 0; t < p.n_tokens; ++t) {
     p.load_qkv(j, t, w.q.data(), w.k.data(), w.v.data());
