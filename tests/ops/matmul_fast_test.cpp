@@ -28,18 +28,20 @@ constexpr DType kAllWeightTypes[] = {DType::F32,  DType::F16,    DType::BF16,   
                                      DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
 
 // Shapes of both tests: K = 512 (2 super-blocks, 16 legacy blocks); N = 97 (a short last tile).
-// The rows test also takes N = 1031: enough weight rows for blocks of several (Vulkan's GEMV).
-constexpr int64_t kK = 512, kN = 97, kWideN = 1031;
+// The rows test also takes N = 1031: enough weight rows for blocks of several (Vulkan's GEMV),
+// and K = 2048, whose rows are whole 16-byte words for every type (Q6_K's 210-byte blocks too:
+// CUDA's staged GEMV, gemv_stream.cuh, copies such rows into shared memory).
+constexpr int64_t kK = 512, kN = 97, kWideN = 1031, kLongK = 2048;
 
 struct Operands {
   std::vector<char> w;
   std::vector<float> x;
 };
 
-Operands operands(DType t, int64_t m, int64_t n = kN) {
-  const std::vector<float> wf = random_floats(kK * n, 1);
-  Operands o{std::vector<char>(row_bytes(t, kK) * n), random_floats(kK * m, 2)};
-  from_float(t, wf.data(), o.w.data(), kK * n);
+Operands operands(DType t, int64_t m, int64_t n = kN, int64_t k = kK) {
+  const std::vector<float> wf = random_floats(k * n, 1);
+  Operands o{std::vector<char>(row_bytes(t, k) * n), random_floats(k * m, 2)};
+  from_float(t, wf.data(), o.w.data(), k * n);
   return o;
 }
 
@@ -50,21 +52,21 @@ class MatmulRows : public ::testing::TestWithParam<RowsParam> {};
 TEST_P(MatmulRows, RowsGiveTheBitsOfOneRowAtATime) {
   const auto& [backend, precision, type] = GetParam();
   const int64_t max_rows = backend == "cpu" ? 9 : 8;  // register groups of 4, 4 and 1 on the CPU
-  for (const int64_t n : {kN, kWideN}) {
-    const Operands o = operands(type, max_rows, n);
+  for (const auto& [k, n] : {std::pair{kK, kN}, std::pair{kK, kWideN}, std::pair{kLongK, kN}}) {
+    const Operands o = operands(type, max_rows, n, k);
     std::vector<std::vector<float>> one;
     for (int64_t r = 0; r < max_rows; ++r) {
-      const std::vector<float> row(o.x.begin() + r * kK, o.x.begin() + (r + 1) * kK);
-      one.push_back(product(backend, type, o.w, row, kK, n, 1, precision));
+      const std::vector<float> row(o.x.begin() + r * k, o.x.begin() + (r + 1) * k);
+      one.push_back(product(backend, type, o.w, row, k, n, 1, precision));
       ASSERT_EQ(one.back().size(), static_cast<size_t>(n));
     }
     for (int64_t m : {int64_t{2}, int64_t{3}, int64_t{4}, max_rows}) {
-      const std::vector<float> x(o.x.begin(), o.x.begin() + m * kK);
-      const std::vector<float> all = product(backend, type, o.w, x, kK, n, m, precision);
+      const std::vector<float> x(o.x.begin(), o.x.begin() + m * k);
+      const std::vector<float> all = product(backend, type, o.w, x, k, n, m, precision);
       ASSERT_EQ(all.size(), static_cast<size_t>(n * m));
       for (int64_t r = 0; r < m; ++r)
         EXPECT_EQ(std::memcmp(one[static_cast<size_t>(r)].data(), all.data() + r * n, n * sizeof(float)), 0)
-            << "N = " << n << ", " << m << " rows, row " << r;
+            << "K = " << k << ", N = " << n << ", " << m << " rows, row " << r;
     }
   }
 }

@@ -61,10 +61,11 @@ bool pdl_enabled();
 // kernel<<<grid, block, 0, stream>>>(args...), as a programmatic dependent when enabled: the
 // kernel must call pdl_wait() before touching memory an earlier kernel writes (every kernel
 // launched through here starts with pdl_trigger(); pdl_wait();).
+// launch_pdl_smem: the same with `smem` bytes of dynamic shared memory a block.
 template <class... KArgs, class... Args>
-void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+void launch_pdl_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args... args) {
   if (!pdl_enabled()) {
-    kernel<<<grid, block, 0, stream>>>(args...);
+    kernel<<<grid, block, smem, stream>>>(args...);
     return;
   }
   cudaLaunchAttribute attr{};
@@ -73,10 +74,16 @@ void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t st
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   GL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
+template <class... KArgs, class... Args>
+void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+  launch_pdl_smem(kernel, grid, block, 0, stream, args...);
 }
 
 // The int8 activations (matmul_gemv.cu) the last GEMV of a launch sequence left in its workspace:

@@ -19,6 +19,7 @@ enum class Diag : uint8_t {
   CUDA_FUSION_OFF,    // GL_CUDA_FUSION=0: launch every node on its own
   CUDA_PDL_OFF,       // GL_CUDA_PDL=0: no programmatic dependent launches
   CUDA_EARLY_W_OFF,   // GL_CUDA_EARLY_WEIGHTS=0: GEMVs load no weights before the previous kernel ends
+  CUDA_STAGED_OFF,    // GL_CUDA_STAGED_GEMV=0: no int8 GEMV stages its weight rows in shared memory (same bits)
   CUDA_PROFILE,       // GL_CUDA_PROFILE=1: per-node kernel times at exit
   CUDA_TIMING,        // GL_CUDA_TIMING=1: device and host time per step at exit
   CPU_PROFILE,        // GL_CPU_PROFILE=1: per-node times of the CPU backend at exit

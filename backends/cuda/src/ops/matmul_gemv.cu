@@ -3,7 +3,7 @@
 // results are batch invariant. Under Precision::FAST the types of q8_gemv_type() take int8
 // activations instead (matmul_gemv_q8.cu).
 #include "chain.cuh"
-#include "gemv_kernel.cuh"
+#include "gemv_launch.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
 #include "q8_input.cuh"

@@ -10,7 +10,7 @@
 // so an element is off by at most d / 2 (the op harness's kNmseQ8Out bound), the weights stay
 // exact and the integer sums of a run are exact. A row is quantized from its own values only and
 // reduced in the float path's fixed order, so results stay batch invariant (MTP parity).
-#include "gemv_kernel.cuh"
+#include "gemv_launch.cuh"
 #include "ggml-lite/status.h"
 
 namespace gl::cuda::mm {

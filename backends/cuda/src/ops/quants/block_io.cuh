@@ -26,19 +26,41 @@ struct QuantTraits;  // one specialisation per quantized type, in quants/<type>.
 
 namespace gl::cuda::qio {
 
-__device__ __forceinline__ uint32_t ld8(const char* p) { return __ldg(reinterpret_cast<const unsigned char*>(p)); }
-__device__ __forceinline__ uint32_t ld16(const char* p) { return __ldg(reinterpret_cast<const unsigned short*>(p)); }
+// Where block bytes are read from (the loads' Src argument): the weights in global memory, through
+// the read-only cache, or a copy of their rows in shared memory (the staged GEMV,
+// gemv_stream.cuh), which the read-only path cannot address.
+struct FromGlobal {
+  template <class T>
+  __device__ static T ld(const T* p) {
+    return __ldg(p);
+  }
+};
+struct FromShared {
+  template <class T>
+  __device__ static T ld(const T* p) {
+    return *p;
+  }
+};
+
+template <class Src = FromGlobal>
+__device__ __forceinline__ uint32_t ld8(const char* p) {
+  return Src::ld(reinterpret_cast<const unsigned char*>(p));
+}
+template <class Src = FromGlobal>
+__device__ __forceinline__ uint32_t ld16(const char* p) {
+  return Src::ld(reinterpret_cast<const unsigned short*>(p));
+}
 
 // Four little-endian bytes at p, which is kAlign-byte aligned (1, 2 or 4).
-template <int kAlign>
+template <int kAlign, class Src = FromGlobal>
 __device__ __forceinline__ uint32_t ld32(const char* p) {
   static_assert(kAlign == 1 || kAlign == 2 || kAlign == 4, "ld32: 1, 2 or 4-byte alignment");
   if constexpr (kAlign == 4) {
-    return __ldg(reinterpret_cast<const unsigned int*>(p));
+    return Src::ld(reinterpret_cast<const unsigned int*>(p));
   } else if constexpr (kAlign == 2) {
-    return ld16(p) | (ld16(p + 2) << 16);
+    return ld16<Src>(p) | (ld16<Src>(p + 2) << 16);
   } else {
-    return ld8(p) | (ld8(p + 1) << 8) | (ld8(p + 2) << 16) | (ld8(p + 3) << 24);
+    return ld8<Src>(p) | (ld8<Src>(p + 1) << 8) | (ld8<Src>(p + 2) << 16) | (ld8<Src>(p + 3) << 24);
   }
 }
 
@@ -78,23 +100,25 @@ __device__ __forceinline__ float small_f(int v) { return __int_as_float(0x4B0000
 
 // 16 bytes at p as four little-endian words: one 16-byte load when p is 16-byte aligned (vec),
 // else four 4-byte loads of the same bytes (p 4-byte aligned).
+template <class Src = FromGlobal>
 __device__ __forceinline__ void ld128(const char* p, bool vec, uint32_t (&w)[4]) {
   if (vec) {
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+    const uint4 u = Src::ld(reinterpret_cast<const uint4*>(p));
     w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
     return;
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) w[i] = __ldg(reinterpret_cast<const unsigned int*>(p) + i);
+  for (int i = 0; i < 4; ++i) w[i] = Src::ld(reinterpret_cast<const unsigned int*>(p) + i);
 }
 
 // 8 bytes at the 2-byte aligned p as two words: three aligned 4-byte loads and a funnel shift
 // (instead of four 2-byte loads). Reads up to 4 bytes past p + 8: callers keep that in the block.
+template <class Src = FromGlobal>
 __device__ __forceinline__ void ld64_a2(const char* p, uint32_t (&w)[2]) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   const unsigned int* q = reinterpret_cast<const unsigned int*>(a & ~uintptr_t{3});
   const uint32_t sh = static_cast<uint32_t>(a & 3u) * 8u;
-  const uint32_t w0 = __ldg(q), w1 = __ldg(q + 1), w2 = __ldg(q + 2);
+  const uint32_t w0 = Src::ld(q), w1 = Src::ld(q + 1), w2 = Src::ld(q + 2);
   w[0] = __funnelshift_r(w0, w1, sh);
   w[1] = __funnelshift_r(w1, w2, sh);
 }

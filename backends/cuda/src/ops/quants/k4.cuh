@@ -192,18 +192,19 @@ struct KBlock4 {
       int c4;
       Factors f[2];  // per run, from hdr (ready)
     };
+    template <class Src = qio::FromGlobal>
     __device__ static void load_chunk(const char* row, int64_t c, Chunk& out, bool vec) {
       const char* blk = row + (c >> 2) * int64_t{kBlockBytes};
       const int c4 = static_cast<int>(c & 3);
       uint32_t a[4], b[4];
-      qio::ld128(blk, vec, out.hdr);
-      qio::ld128(blk + L::kQs + 32 * c4, vec, a);
-      qio::ld128(blk + L::kQs + 32 * c4 + 16, vec, b);
+      qio::ld128<Src>(blk, vec, out.hdr);
+      qio::ld128<Src>(blk + L::kQs + 32 * c4, vec, a);
+      qio::ld128<Src>(blk + L::kQs + 32 * c4 + 16, vec, b);
 #pragma unroll
       for (int i = 0; i < 4; ++i) out.q[i] = a[i], out.q[4 + i] = b[i];
       if constexpr (L::kHighBits) {
-        qio::ld128(blk + L::kQh, vec, a);
-        qio::ld128(blk + L::kQh + 16, vec, b);
+        qio::ld128<Src>(blk + L::kQh, vec, a);
+        qio::ld128<Src>(blk + L::kQh + 16, vec, b);
 #pragma unroll
         for (int i = 0; i < 4; ++i) out.qh[i] = a[i], out.qh[4 + i] = b[i];
       }

@@ -68,16 +68,17 @@ struct QuantTraits<DType::Q6_K> {
     uint32_t qh[2];     // bits 2k of byte e: high bits of run k
     float d[4];         // d * scale of run k
   };
+  template <class Src = qio::FromGlobal>
   __device__ static void load_chunk(const char* row, int64_t c, Chunk& out, bool) {
     const char* blk = row + (c >> 3) * int64_t{kBlockBytes};
     const int p = static_cast<int>(c & 7), h = p >> 2, g = p & 3;
-    qio::ld64_a2(blk + kQl + 64 * h + 8 * g, out.ql[0]);
-    qio::ld64_a2(blk + kQl + 64 * h + 32 + 8 * g, out.ql[1]);
-    qio::ld64_a2(blk + kQh + 32 * h + 8 * g, out.qh);
-    const float d = qio::f16(qio::ld16(blk + kD));
+    qio::ld64_a2<Src>(blk + kQl + 64 * h + 8 * g, out.ql[0]);
+    qio::ld64_a2<Src>(blk + kQl + 64 * h + 32 + 8 * g, out.ql[1]);
+    qio::ld64_a2<Src>(blk + kQh + 32 * h + 8 * g, out.qh);
+    const float d = qio::f16(qio::ld16<Src>(blk + kD));
     const char* sc = blk + kScales + 8 * h + (g >> 1);  // scale of run k: sc[2k]
 #pragma unroll
-    for (int k = 0; k < 4; ++k) out.d[k] = d * qio::to_f(static_cast<int8_t>(qio::ld8(sc + 2 * k)));
+    for (int k = 0; k < 4; ++k) out.d[k] = d * qio::to_f(static_cast<int8_t>(qio::ld8<Src>(sc + 2 * k)));
   }
   // Levels (0..63) of word i of the chunk: byte e of q[k] is element 8k + 4i + e.
   __device__ static void levels(const Chunk& w, int i, uint32_t (&q)[4]) {

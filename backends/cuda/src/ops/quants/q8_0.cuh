@@ -98,6 +98,7 @@ struct QuantTraits<DType::Q8_0> {
     // The quants start 2 bytes into a 2-byte aligned block: the 8 aligned words from their word's
     // start, then (when they start mid-word) the last quant pair, funnel-shifted into place. Every
     // read stays in the block.
+    template <class Src = qio::FromGlobal>
     __device__ static void load_chunk(const char* row, int64_t c, Chunk& out, bool) {
       const char* blk = row + c * int64_t{kBlockBytes};
       const char* qs = blk + offsetof(BlockQ8_0, qs);
@@ -106,11 +107,11 @@ struct QuantTraits<DType::Q8_0> {
       const uint32_t sh = static_cast<uint32_t>(a & 3u) * 8u;  // 0 or 16
       uint32_t wd[9];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) wd[i] = __ldg(base + i);
-      wd[8] = qio::ld16(qs + 30);
+      for (int i = 0; i < 8; ++i) wd[i] = Src::ld(base + i);
+      wd[8] = qio::ld16<Src>(qs + 30);
 #pragma unroll
       for (int i = 0; i < 8; ++i) out.q[i] = __funnelshift_r(wd[i], wd[i + 1], sh);
-      out.d = qio::f16(qio::ld16(blk));
+      out.d = qio::f16(qio::ld16<Src>(blk));
     }
     __device__ static float dot_q8(const Chunk& w, const int (&xq)[8], const float (&dx)[1], float acc) {
       int s = 0;
