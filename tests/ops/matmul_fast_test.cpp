@@ -104,6 +104,37 @@ std::string type_name(const ::testing::TestParamInfo<DType>& p) { return std::st
 
 INSTANTIATE_TEST_SUITE_P(Types, MatmulFast, ::testing::ValuesIn(kFastTypes), type_name);
 
+// CUDA's staged GEMV (gemv_stream.cuh) gives block b the row groups b, b + G, ... and refills its two
+// shared-memory stages as it goes; the products above fit the grid in one pass. Here N = 60000
+// weight rows of K = 2048 (the bytes of 1031 distinct rows, repeated): several row groups a
+// resident block on an H100 or H200. The staged products of 1, 2 and 4 activation rows equal, bit
+// for bit, gemv_kernel's product of 8, and each staged output equals the one 1031 rows earlier
+// (the same weights: a stage read before its copy landed, or refilled while read, would differ).
+TEST(MatmulRowsCuda, StagedRowGroupsPastTheGrid) {
+  const std::vector<std::string> names = compiled_backend_names();
+  if (std::find(names.begin(), names.end(), "cuda") == names.end()) GTEST_SKIP() << "no CUDA device";
+  constexpr int64_t k = 2048, distinct = 1031, n = 60000, max_rows = 8;
+  for (const DType t : {DType::Q4_K, DType::Q6_K, DType::Q8_0}) {
+    SCOPED_TRACE(std::string(dtype_name(t)));
+    const Operands o = operands(t, max_rows, distinct, k);
+    const size_t rb = row_bytes(t, k);
+    std::vector<char> w(rb * n);
+    for (int64_t r = 0; r < n; ++r) std::memcpy(w.data() + r * rb, o.w.data() + (r % distinct) * rb, rb);
+    const std::vector<float> all = product("cuda", t, w, o.x, k, n, max_rows, Precision::FAST);
+    ASSERT_EQ(all.size(), static_cast<size_t>(n * max_rows));
+    for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{4}}) {
+      const std::vector<float> x(o.x.begin(), o.x.begin() + m * k);
+      const std::vector<float> got = product("cuda", t, w, x, k, n, m, Precision::FAST);
+      ASSERT_EQ(got.size(), static_cast<size_t>(n * m));
+      EXPECT_EQ(std::memcmp(got.data(), all.data(), got.size() * sizeof(float)), 0) << m << " rows";
+      int64_t off_period = 0;
+      for (int64_t i = 0; i < n * m; ++i)
+        if (i % n >= distinct && std::memcmp(&got[i], &got[i - distinct], sizeof(float)) != 0) ++off_period;
+      EXPECT_EQ(off_period, 0) << m << " rows: outputs that differ from the row 1031 before";
+    }
+  }
+}
+
 // CUDA's Q8_0 prefill on tensor cores (matmul_q8_mma.cu) runs only where its 128 x 128 output
 // tiles fill the device, which the op cases' small shapes never do. Here a 9B-like product: 500
 // rows (a partial last tile) by 4095 weight rows (128 tiles on an H100's or H200's 132 SMs; odd,
