@@ -701,11 +701,12 @@ int gemv_block_threads(int64_t k) {
   return gemv_threads(k, ActChunk<WT, Act>::E * kThreadChunks<WT, Act>);
 }
 
-// Blocks of `kernel` at `threads` a block the whole device holds at once (at least 1).
+// Blocks of `kernel` at `threads` a block (and `smem` bytes of dynamic shared memory) the whole
+// device holds at once (at least 1).
 template <class... KArgs>
-int64_t device_slots(const Ctx& ctx, void (*kernel)(KArgs...), int threads) {
+int64_t device_slots(const Ctx& ctx, void (*kernel)(KArgs...), int threads, size_t smem = 0) {
   int per_sm = 0, sms = 0;
-  GL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  GL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
   GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
   return std::max<int64_t>(int64_t{per_sm} * sms, 1);
 }

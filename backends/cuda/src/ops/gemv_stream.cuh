@@ -222,11 +222,8 @@ void launch_staged(const Ctx& ctx, const WDesc& w, const Rows& rows, const Epi& 
   const int threads = gemv_block_threads<WT, Q8Act>(w.k);
   const size_t smem = static_cast<size_t>(kStages * R * w.row_bytes);
   GL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  int per_sm = 0, sms = 0;
-  GL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
-  GL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
   const int64_t groups = ceil_div<int64_t>(w.n, kPaired<Rows> ? R / 2 : R);
-  const int64_t grid = std::min<int64_t>(groups, std::max<int64_t>(int64_t{per_sm} * sms, 1));
+  const int64_t grid = std::min<int64_t>(groups, device_slots(ctx, kernel, threads, smem));
   launch_pdl_smem(kernel, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, ctx.stream, w, rows, epi);
   GL_CUDA_CHECK(cudaGetLastError());
 }
