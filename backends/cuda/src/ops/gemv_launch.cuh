@@ -1,5 +1,5 @@
-// gemv_launch.cuh - which GEMV kernel and shape a product takes (gemv_kernel.cuh's kernels, the
-// pipelined one, the staged one of gemv_stream.cuh): rows per block, activation rows per group and
+// gemv_launch.cuh - which GEMV kernel and shape a product takes (gemv_kernel.cuh's, or the staged
+// one of gemv_stream.cuh): rows per block, activation rows per group and
 // grid size, by weight type, activation type and the product's shape. Included by matmul_gemv.cu
 // and matmul_gemv_q8.cu.
 #pragma once
@@ -34,8 +34,6 @@ void launch_pair(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& rows)
   if constexpr (std::is_same_v<Act, Q8Act>) {
     if constexpr (M <= 4 && kStageable<WT> && std::is_same_v<Rows, PairRows<MulMatRows>>)
       if (stage_fits<WT>(w, rows)) return launch_staged<WT, M>(ctx, w, rows, epi);
-    if constexpr (M <= 4 && kPipeable<WT, Rows>)  // a row of gate and of up a group (the probe: N 12288-24576)
-      if (pipe_fits<WT>(w, rows)) return launch_pipe<WT, M, 2>(ctx, w, rows, epi);
     if (ceil_div<int64_t>(w.n, 2) * rows.count() >= kManyBlocks) return launch_rows<WT, M, 4>(ctx, w, x, rows, epi);
     launch_rows<WT, M, 2>(ctx, w, x, rows, epi);
   } else if constexpr (is_weight_only_quant(WT)) {
@@ -73,13 +71,6 @@ void launch_single(const Ctx& ctx, const WDesc& w, const Act& x, const Rows& row
     // 710 vs 582; 9B Q8_0 decode 269 vs 241.
     if constexpr (M <= 4 && kStageable<WT> && std::is_same_v<Rows, MulMatRows>)
       if (stage_fits<WT>(w, rows)) return launch_staged<WT, M>(ctx, w, rows, epi);
-    // Pipelined at one activation row: 4 weight rows a group up to N = 8192, then 2 (the probe's
-    // best at 4096 x 4096 and 8192 was 4, past that 1 - 2).
-    if constexpr (M == 1 && kPipeable<WT, Rows>)
-      if (pipe_fits<WT>(w, rows))
-        return w.n <= 8192 ? launch_pipe<WT, 1, 4>(ctx, w, rows, epi) : launch_pipe<WT, 1, 2>(ctx, w, rows, epi);
-    if constexpr (M > 1 && M <= 4 && kPipeable<WT, Rows>)  // verify: 2 weight rows a group (registers)
-      if (pipe_fits<WT>(w, rows)) return launch_pipe<WT, M, 2>(ctx, w, rows, epi);
     const int threads = gemv_block_threads<WT, Act>(w.k);
     const int64_t b4 = ceil_div<int64_t>(w.n, 4) * rows.count(), b2 = ceil_div<int64_t>(w.n, 2) * rows.count();
     const double f4 = wave_fill(b4, gemv_slots<WT, M, 4, Act, Rows, Epi>(ctx, threads));

@@ -3,7 +3,7 @@
 //
 //   if (stage_fits<WT>(w, rows)) return launch_staged<WT, M>(ctx, w, rows, epi);  // gemv_launch.cuh
 //
-// Why: the register-loaded GEMVs (gemv_kernel, gemv_pipe_kernel) keep only the loads a thread's
+// Why: the register-loaded GEMV (gemv_kernel) keeps only the loads a thread's
 // registers hold in flight, and ncu had them at 44-58% of the H100's DRAM bandwidth in a 9B
 // Q4_K_M decode step (s24): latency-bound. Here one thread asks the copy engine for whole rows (a
 // row is one copy), the next group of R rows while the block reads this one, so the bytes in
@@ -208,11 +208,13 @@ inline constexpr int kStageRows = 4;
 // Whether a product of a stageable type (kStageable) takes the staged GEMV: one group of
 // activation rows (the callers take it for at most 4), dense 16-byte aligned rows whose two
 // stages fit a block's shared memory.
+inline constexpr int64_t kMaxStageSmem = 160 * 1024;
+
 template <DType WT, class Rows>
 bool stage_fits(const WDesc& w, const Rows& rows) {
   static const bool on = !diag_env(Diag::CUDA_STAGED_OFF);
   return on && w.vec && w.row_bytes > 0 && w.row_bytes % 16 == 0 && lead_rows(rows).count() == 1 &&
-         kStages * kStageRows * w.row_bytes <= 160 * 1024;
+         kStages * kStageRows * w.row_bytes <= kMaxStageSmem;
 }
 
 template <DType WT, int M, class Rows, class Epi>
@@ -221,7 +223,11 @@ void launch_staged(const Ctx& ctx, const WDesc& w, const Rows& rows, const Epi& 
   auto* kernel = gemv_stream_kernel<WT, M, R, Rows, Epi>;
   const int threads = gemv_block_threads<WT, Q8Act>(w.k);
   const size_t smem = static_cast<size_t>(kStages * R * w.row_bytes);
-  GL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  // The limit only ever at the most stage_fits admits: one instantiation serves rows of every
+  // length, and a limit set to this launch's size would refuse a longer row's launch on another
+  // thread, or a captured graph's node re-checked at replay.
+  GL_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxStageSmem)));
   const int64_t groups = ceil_div<int64_t>(w.n, kPaired<Rows> ? R / 2 : R);
   const int64_t grid = std::min<int64_t>(groups, device_slots(ctx, kernel, threads, smem));
   launch_pdl_smem(kernel, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, ctx.stream, w, rows, epi);

@@ -178,9 +178,9 @@ struct KBlock4 {
   // high nibbles sub-block 2 c4 + 1 (run 1), each one whole 32-element activation block. A
   // sub-block's scale and min are decoded once instead of once per half: ncu had the 32-element
   // chunks issue-bound (about 75 instructions per 16 quant bytes, Q4_K GEMVs at 1.0-1.5 TB/s).
-  // load_chunk only loads; ready() decodes the header, and dot_q8 Q5_K's fifth bits. The pipelined
-  // GEMV loads the next row group's chunks under a branch while it dots this group's, and a decode
-  // inside that branch made every iteration wait for its loads before the dots.
+  // load_chunk only loads; ready() decodes the header, and dot_q8 Q5_K's fifth bits, so that a
+  // GEMV issues all of a group's loads before any decode waits on them (s24: a decode inside the
+  // then pipelined GEMV's prefetch branch made every row group wait for its own loads).
   struct Q8Wide {
     static constexpr int kChunk = 64;
     static constexpr int kRuns = 2;
