@@ -388,6 +388,7 @@ class CudaBackend final : public Backend {
     if (nodes.size() >= 3 && norm_mul_rope(ctx_, *nodes[0], *nodes[1], *nodes[2])) return 3;
     if (norm_mul(ctx_, *nodes[0], *nodes[1], after(2))) return 2;
     if (softmax_top_k(ctx_, *nodes[0], *nodes[1])) return 2;
+    if (const int n = weighted_experts(ctx_, nodes)) return static_cast<size_t>(n);
     if (const int n = expert_weights(ctx_, nodes)) return static_cast<size_t>(n);
     if (const int n = weighted_sum(ctx_, nodes)) return static_cast<size_t>(n);
     return static_cast<size_t>(elementwise_chain(ctx_, nodes));

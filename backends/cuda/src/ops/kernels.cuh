@@ -49,6 +49,10 @@ bool softmax_top_k(const Ctx& ctx, Tensor& softmax, Tensor& top_k);
 // GET_ROWS of the picked probabilities -> RESHAPE -> SUM_ROWS -> DIV (the experts' renormalised
 // weights), one kernel writing every result; 4 when launched, 0 (nothing launched) otherwise.
 int expert_weights(const Ctx& ctx, std::span<Tensor* const> nodes);
+// Those four nodes, the RESHAPE of the weights to [1, k, T], then the weighted sum's MUL -> PERMUTE
+// -> SUM_ROWS (weighted_sum) over them: one block (decode, verify) writing every result; 8 when
+// launched, 0 (nothing launched) otherwise.
+int weighted_experts(const Ctx& ctx, std::span<Tensor* const> nodes);
 void mul_mat(const Ctx& ctx, Tensor& dst);  // MUL_MAT
 // A MUL_MAT on the GEMV path followed by elementwise nodes reading its result (a gate's sigmoid,
 // the softplus gate chain, swiglu on the up projection): one launch, the chain applied by each

@@ -17,6 +17,7 @@
 #include "cuda_utils.cuh"
 #include "ggml-lite/status.h"
 #include "kernels.cuh"
+#include "weighted_rows.cuh"
 
 namespace gl::cuda {
 namespace {
@@ -141,37 +142,6 @@ __global__ void sum_short_rows_kernel(TensorArg a, TensorArg d, int64_t rows) {
   }
 }
 
-constexpr int64_t kShortRow = 32;  // rows up to this long take a thread each
-
-// The MoE's weighted sum over its experts as one kernel: prod = a * w (w [1, k, T] broadcast over
-// a [H, k, T]), then the sum over k of prod's permuted [k, H, T] view. Output (i, t) forms its k
-// products in order, stores each (the MUL's result) and sums them in double as
-// sum_short_rows_kernel sums a row: the bits of the two kernels. wt(j, t) is weight j of token t.
-template <class W>
-__device__ __forceinline__ double weighted_row(const TensorArg& a, const W& wt, const TensorArg& prod, int64_t i,
-                                               int64_t t) {
-  // Every product's a first: prod may be a itself (each element this thread's own), and loads
-  // behind stores that may alias them would go out one at a time.
-  const char* pa = a.data + i * a.nb[0] + t * a.nb[2];
-  float v[kShortRow];
-#pragma unroll
-  for (int j = 0; j < kShortRow; ++j) v[j] = j < a.ne[1] ? *reinterpret_cast<const float*>(pa + j * a.nb[1]) : 0.0f;
-  char* pp = prod.data + i * prod.nb[0] + t * prod.nb[2];
-  double s = 0.0;
-#pragma unroll
-  for (int j = 0; j < kShortRow; ++j) {
-    if (j >= a.ne[1]) break;
-    v[j] *= wt(j, t);
-    *reinterpret_cast<float*>(pp + j * prod.nb[1]) = v[j];
-    s += static_cast<double>(v[j]);
-  }
-  return s;
-}
-
-__device__ __forceinline__ void store_sum(const TensorArg& sum, int64_t i, int64_t t, float s) {
-  *reinterpret_cast<float*>(sum.data + i * sum.nb[1] + t * sum.nb[2]) = s;
-}
-
 // A thread per output; the sums may not lie on a or w (other threads still read them).
 __global__ void weighted_sum_kernel(TensorArg a, TensorArg w, TensorArg prod, TensorArg sum, int64_t rows) {
   pdl_trigger();
@@ -184,10 +154,6 @@ __global__ void weighted_sum_kernel(TensorArg a, TensorArg w, TensorArg prod, Te
 
 // Decode and verify (few tokens): one block, the weights staged in shared memory and every sum
 // held until all reads are done, so the sums may lie on a or w (which the planner frees at the MUL).
-constexpr int kWsumThreads = 1024;
-constexpr int kWsumRowsPerThread = 16;
-constexpr int kWsumMaxWeights = 256;
-
 __global__ void __launch_bounds__(kWsumThreads)
     weighted_sum_block_kernel(TensorArg a, TensorArg w, TensorArg prod, TensorArg sum, int64_t rows) {
   pdl_trigger();
@@ -196,20 +162,7 @@ __global__ void __launch_bounds__(kWsumThreads)
   for (int64_t e = threadIdx.x; e < k * a.ne[2]; e += blockDim.x)
     ws[e] = *reinterpret_cast<const float*>(w.data + (e % k) * w.nb[1] + (e / k) * w.nb[2]);
   __syncthreads();
-  const auto wt = [&](int64_t j, int64_t t) { return ws[t * k + j]; };
-  float s[kWsumRowsPerThread];  // the sums as stored (rounded once from double)
-  const int n = static_cast<int>((rows - threadIdx.x + blockDim.x - 1) / blockDim.x);
-#pragma unroll 1
-  for (int q = 0; q < n; ++q) {
-    const int64_t r = threadIdx.x + int64_t{q} * blockDim.x;
-    s[q] = static_cast<float>(weighted_row(a, wt, prod, r % a.ne[0], r / a.ne[0]));
-  }
-  __syncthreads();
-#pragma unroll 1
-  for (int q = 0; q < n; ++q) {
-    const int64_t r = threadIdx.x + int64_t{q} * blockDim.x;
-    store_sum(sum, r % a.ne[0], r / a.ne[0], s[q]);
-  }
+  weighted_sums_held(a, ws, prod, sum, rows);
 }
 
 }  // namespace
@@ -284,20 +237,13 @@ void sum_rows(const Ctx& ctx, Tensor& dst) {
 }
 
 int weighted_sum(const Ctx& ctx, std::span<Tensor* const> nodes) {
-  if (nodes.size() < 3) return 0;
+  const Tensor *pa = nullptr, *pw = nullptr;
+  if (!weighted_sum_shape(nodes, &pa, &pw)) return 0;
+  const Tensor& a = *pa;
+  const Tensor& w = *pw;
   Tensor& m = *nodes[0];
-  const Tensor& p = *nodes[1];
   Tensor& s = *nodes[2];
-  if (m.op != Op::MUL || p.op != Op::PERMUTE || s.op != Op::SUM_ROWS || p.src[0] != &m || s.src[0] != &p) return 0;
-  const Tensor& a = *m.src[0];
-  const Tensor& w = *m.src[1];
   const int64_t h = a.ne[0], k = a.ne[1], T = a.ne[2];
-  // a [H, k, T], w [1, k, T], the permute swapping dims 0 and 1, sums [1, H, T]; all F32.
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&a, &w, &m, &s})
-    if (t->type != DType::F32 || t->ne[3] != 1) return 0;
-  if (!same_shape(a, m) || w.ne[0] != 1 || w.ne[1] != k || w.ne[2] != T || k > kShortRow) return 0;
-  if (p.p<PermuteParams>().axes != std::array<int32_t, 4>{1, 0, 2, 3}) return 0;
-  if (s.ne[0] != 1 || s.ne[1] != h || s.ne[2] != T) return 0;
   // A thread reads its own a elements before writing them to prod; the sums go out after every
   // read (one block) or must not lie on what other threads read.
   const int64_t rows = h * T;

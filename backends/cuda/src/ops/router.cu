@@ -11,11 +11,44 @@
 
 #include "cuda_utils.cuh"
 #include "kernels.cuh"
+#include "weighted_rows.cuh"
 
 namespace gl::cuda {
 namespace {
 
 constexpr int32_t kNoPick = INT32_MAX;  // ranks after every real element of equal value
+
+// Rows up to this long are picked by one warp from registers (kPickRegs values a lane): a router
+// row of 256 experts took k rounds of a block-wide arg-max, two barriers each.
+constexpr int kPickRegs = 16;
+constexpr int64_t kWarpPickRow = 32 * kPickRegs;
+
+// The k largest of row rp (n <= kWarpPickRow elements) into out, one warp: lane l holds elements
+// l, l + 32, ...; each round a lane's best element ranked after the previous pick, then the warp's.
+// The picks follow top_k's total order, so they are the block-wide rounds' picks.
+__device__ __forceinline__ void warp_picks(const char* rp, const TensorArg& probs, int64_t n, int32_t k, char* out,
+                                           int64_t out_stride) {
+  const int lane = static_cast<int>(threadIdx.x);
+  float v[kPickRegs];
+#pragma unroll
+  for (int i = 0; i < kPickRegs; ++i) {
+    const int64_t j = lane + 32 * i;
+    const float x = j < n ? load_plain(probs.type, rp + j * probs.nb[0]) : -INFINITY;
+    v[i] = isnan(x) ? -INFINITY : x;
+  }
+  Ranked prev{INFINITY, -1};
+  for (int32_t p = 0; p < k; ++p) {
+    Ranked best{-INFINITY, kNoPick};
+#pragma unroll
+    for (int i = 0; i < kPickRegs; ++i) {
+      const Ranked e{v[i], lane + 32 * i};
+      if (lane + 32 * i < n && ranks_before(prev, e) && ranks_before(e, best)) best = e;
+    }
+    for (int o = 16; o > 0; o >>= 1) best = RankOp{}(best, shfl_xor(best, o));
+    if (lane == 0) *reinterpret_cast<int32_t*>(out + p * out_stride) = best.i;
+    prev = best;
+  }
+}
 
 // Rows of a [E, ...]: p = softmax(scale * a) into probs, then the k largest of p into ids.
 __global__ void softmax_top_k_kernel(TensorArg a, TensorArg probs, TensorArg ids, int64_t rows, float scale,
@@ -45,6 +78,10 @@ __global__ void softmax_top_k_kernel(TensorArg a, TensorArg probs, TensorArg ids
       store_plain(probs.type, rp + j * probs.nb[0], v);
     }
     __syncthreads();  // the row's probabilities, written by the whole group, are read back below
+    if (a.ne[0] <= kWarpPickRow) {  // the same for every row: the group's other warps go on
+      if (live && threadIdx.x < 32) warp_picks(rp, probs, n, k, row_ptr(ids, i1, i2, i3), ids.nb[0]);
+      continue;
+    }
     Ranked prev{INFINITY, -1};
     for (int32_t p = 0; p < k; ++p) {
       Ranked best{-INFINITY, kNoPick};
@@ -60,6 +97,26 @@ __global__ void softmax_top_k_kernel(TensorArg a, TensorArg probs, TensorArg ids
   }
 }
 
+// Token t, lane j of one warp: w = probs[ids[j, t], t] (written to picked), and the sum of the
+// token's k weights in double, in sum_rows' shuffle order (one warp for k <= 32); lanes past k
+// (or tokens past the end) add 0 and return w = 0.
+struct Picked {
+  float w;
+  float total;
+};
+__device__ __forceinline__ Picked picked_weight(const TensorArg& probs, const TensorArg& ids, const TensorArg& picked,
+                                                int64_t t, int j, bool live) {
+  float w = 0.0f;
+  if (live) {
+    const int32_t id = *reinterpret_cast<const int32_t*>(ids.data + j * ids.nb[0] + t * ids.nb[1]);
+    w = *reinterpret_cast<const float*>(probs.data + static_cast<int64_t>(id) * probs.nb[1] + t * probs.nb[2]);
+    *reinterpret_cast<float*>(picked.data + j * picked.nb[1] + t * picked.nb[2]) = w;
+  }
+  double s = live ? static_cast<double>(w) : 0.0;
+  for (int o = 16; o > 0; o >>= 1) s += shfl_xor(s, o);
+  return {w, static_cast<float>(s)};
+}
+
 // Token t (one warp): w[j] = probs[ids[j, t], t] for j < k, s = sum w (double), out[j] = w[j] / s.
 // probs [1, E, T] (a view of the softmax result), picked [1, k, T], sum [1, T], out [k, T]. With
 // one block (barrier: decode, verify) every read is done before a sum or weight is written, so
@@ -69,19 +126,35 @@ __global__ void expert_weights_kernel(TensorArg probs, TensorArg ids, TensorArg 
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const int j = static_cast<int>(threadIdx.x);
   const bool live = t < n_tokens && j < ids.ne[0];  // whole warps run on: the shuffles see full warps
-  float w = 0.0f;
-  if (live) {
-    const int32_t id = *reinterpret_cast<const int32_t*>(ids.data + j * ids.nb[0] + t * ids.nb[1]);
-    w = *reinterpret_cast<const float*>(probs.data + static_cast<int64_t>(id) * probs.nb[1] + t * probs.nb[2]);
-    *reinterpret_cast<float*>(picked.data + j * picked.nb[1] + t * picked.nb[2]) = w;
-  }
-  double s = live ? static_cast<double>(w) : 0.0;
-  for (int o = 16; o > 0; o >>= 1) s += shfl_xor(s, o);
-  const float total = static_cast<float>(s);
+  const Picked p = picked_weight(probs, ids, picked, t, j, live);
   if (barrier) __syncthreads();
   if (t >= n_tokens) return;
-  if (j == 0) *reinterpret_cast<float*>(sum.data + t * sum.nb[1]) = total;
-  if (live) *reinterpret_cast<float*>(out.data + j * out.nb[0] + t * out.nb[1]) = w / total;
+  if (j == 0) *reinterpret_cast<float*>(sum.data + t * sum.nb[1]) = p.total;
+  if (live) *reinterpret_cast<float*>(out.data + j * out.nb[0] + t * out.nb[1]) = p.w / p.total;
+}
+
+// The expert weights as above (warp t for token t) and then the experts' weighted sum of
+// weighted_rows.cuh over them (a [H, k, T] -> prod, wsum), one block: a decode or verify step's
+// MoE tail in one launch instead of two. The weights reach the sum through shared memory as the
+// same floats out holds; the sums go out after the block's last read.
+__global__ void __launch_bounds__(kWsumThreads)
+    weighted_experts_kernel(TensorArg probs, TensorArg ids, TensorArg picked, TensorArg sum, TensorArg out,
+                            TensorArg a, TensorArg prod, TensorArg wsum, int64_t rows) {
+  pdl_trigger();
+  __shared__ float ws[kWsumMaxWeights];
+  const int64_t k = ids.ne[0], t = threadIdx.x / 32;
+  const int j = static_cast<int>(threadIdx.x % 32);
+  const bool live = t < ids.ne[1] && j < k;
+  const Picked p = picked_weight(probs, ids, picked, t, j, live);
+  __syncthreads();  // every read of probs and ids is done: sum and out may lie on them
+  if (t < ids.ne[1] && j == 0) *reinterpret_cast<float*>(sum.data + t * sum.nb[1]) = p.total;
+  if (live) {
+    const float w = p.w / p.total;
+    *reinterpret_cast<float*>(out.data + j * out.nb[0] + t * out.nb[1]) = w;
+    ws[t * k + j] = w;
+  }
+  __syncthreads();
+  weighted_sums_held(a, ws, prod, wsum, rows);
 }
 
 bool f32(const Tensor& t) { return t.type == DType::F32; }
@@ -106,22 +179,38 @@ bool softmax_top_k(const Ctx& ctx, Tensor& sm, Tensor& tk) {
   return true;
 }
 
-int expert_weights(const Ctx& ctx, std::span<Tensor* const> nodes) {
-  if (nodes.size() < 4) return 0;
-  Tensor& g = *nodes[0];
-  Tensor& r = *nodes[1];
-  Tensor& s = *nodes[2];
-  Tensor& d = *nodes[3];
-  if (g.op != Op::GET_ROWS || r.op != Op::RESHAPE || s.op != Op::SUM_ROWS || d.op != Op::DIV) return 0;
-  if (r.src[0] != &g || s.src[0] != &r || d.src[0] != &r || d.src[1] != &s) return 0;
+namespace {
+
+// nodes[0..3] as the model renormalises the picked probabilities: GET_ROWS(probs [1, E, T], ids
+// I32 [k, T]) -> RESHAPE [k, T] -> SUM_ROWS [1, T] -> DIV, all F32, k <= 32.
+bool weights_shape(std::span<Tensor* const> nodes) {
+  if (nodes.size() < 4) return false;
+  const Tensor& g = *nodes[0];
+  const Tensor& r = *nodes[1];
+  const Tensor& s = *nodes[2];
+  const Tensor& d = *nodes[3];
+  if (g.op != Op::GET_ROWS || r.op != Op::RESHAPE || s.op != Op::SUM_ROWS || d.op != Op::DIV) return false;
+  if (r.src[0] != &g || s.src[0] != &r || d.src[0] != &r || d.src[1] != &s) return false;
   const Tensor& probs = *g.src[0];
   const Tensor& ids = *g.src[1];
   const int64_t k = ids.ne[0], T = ids.ne[1];
-  // probs [1, E, T], ids I32 [k, T], picked [1, k, T]; r [k, T], sum [1, T], out [k, T].
-  if (!f32(probs) || !f32(g) || !f32(s) || !f32(d) || ids.type != DType::I32 || k > 32 || T < 1) return 0;
-  if (probs.ne[0] != 1 || probs.ne[2] != T || probs.ne[3] != 1 || !tokens_2d(ids)) return 0;
-  if (g.ne[0] != 1 || g.ne[1] != k || g.ne[2] != T || r.ne[0] != k || r.ne[1] != T || !tokens_2d(r)) return 0;
-  if (!is_contiguous(g) || s.ne[0] != 1 || s.ne[1] != T || !tokens_2d(s) || !same_shape(d, r)) return 0;
+  if (!f32(probs) || !f32(g) || !f32(s) || !f32(d) || ids.type != DType::I32 || k > 32 || T < 1) return false;
+  if (probs.ne[0] != 1 || probs.ne[2] != T || probs.ne[3] != 1 || !tokens_2d(ids)) return false;
+  if (g.ne[0] != 1 || g.ne[1] != k || g.ne[2] != T || r.ne[0] != k || r.ne[1] != T || !tokens_2d(r)) return false;
+  if (!is_contiguous(g) || s.ne[0] != 1 || s.ne[1] != T || !tokens_2d(s) || !same_shape(d, r)) return false;
+  return disjoint(g, s) && disjoint(s, d) && safe_to_fuse(d, r);
+}
+
+}  // namespace
+
+int expert_weights(const Ctx& ctx, std::span<Tensor* const> nodes) {
+  if (!weights_shape(nodes)) return 0;
+  Tensor& g = *nodes[0];
+  Tensor& s = *nodes[2];
+  Tensor& d = *nodes[3];
+  const Tensor& probs = *g.src[0];
+  const Tensor& ids = *g.src[1];
+  const int64_t T = ids.ne[1];
   // Every output against every input that a later-running warp may still read (past the barrier
   // of a single block, only the picked rows, written before it).
   constexpr int kTokensPerBlock = 8;
@@ -130,10 +219,37 @@ int expert_weights(const Ctx& ctx, std::span<Tensor* const> nodes) {
     for (const Tensor* in : {&probs, &ids}) {
       if ((out == &g || blocks > 1) && !disjoint(*out, *in)) return 0;
     }
-  if (!disjoint(g, s) || !disjoint(s, d) || !safe_to_fuse(d, r)) return 0;
   expert_weights_kernel<<<blocks, dim3(32, kTokensPerBlock), 0, ctx.stream>>>(arg(probs), arg(ids), arg(g), arg(s),
                                                                               arg(d), T, blocks == 1);
   return 4;
+}
+
+int weighted_experts(const Ctx& ctx, std::span<Tensor* const> nodes) {
+  if (nodes.size() < 8 || !weights_shape(nodes)) return 0;
+  Tensor& g = *nodes[0];
+  Tensor& s = *nodes[2];
+  Tensor& d = *nodes[3];
+  const Tensor& w3 = *nodes[4];
+  const Tensor *pa = nullptr, *pw = nullptr;
+  if (w3.op != Op::RESHAPE || w3.src[0] != &d || !weighted_sum_shape(nodes.subspan(5), &pa, &pw) || pw != &w3)
+    return 0;
+  const Tensor& probs = *g.src[0];
+  const Tensor& ids = *g.src[1];
+  const Tensor& a = *pa;
+  Tensor& m = *nodes[5];
+  Tensor& y = *nodes[7];
+  const int64_t k = ids.ne[0], T = ids.ne[1], rows = a.ne[0] * T;
+  if (T * 32 > kWsumThreads || k * T > kWsumMaxWeights || rows > int64_t{kWsumThreads} * kWsumRowsPerThread) return 0;
+  // The unfused order, kept: probs and ids read, picked written, a barrier, sum and out written,
+  // a read, prod written, a barrier, the sums written. What is written before a is read must not
+  // lie on it; prod element by element on a's own, never on the sums.
+  if (!disjoint(g, probs) || !disjoint(g, ids) || !safe_to_fuse(m, a) || !disjoint(y, m)) return 0;
+  for (const Tensor* out : {&g, &s, &d})
+    if (!disjoint(*out, a)) return 0;
+  if (rows == 0) return 8;
+  weighted_experts_kernel<<<1, kWsumThreads, 0, ctx.stream>>>(arg(probs), arg(ids), arg(g), arg(s), arg(d), arg(a),
+                                                              arg(m), arg(y), rows);
+  return 8;
 }
 
 }  // namespace gl::cuda
