@@ -77,7 +77,7 @@ __global__ void softmax_top_k_kernel(TensorArg a, TensorArg probs, TensorArg ids
       const float v = j < end ? static_cast<float>(static_cast<double>(expf(score(j) - mx)) * inv) : 0.0f;
       store_plain(probs.type, rp + j * probs.nb[0], v);
     }
-    __syncthreads();  // the row's probabilities, written by the whole group, are read back below
+    __syncthreads();                // the row's probabilities, written by the whole group, are read back below
     if (a.ne[0] <= kWarpPickRow) {  // the same for every row: the group's other warps go on
       if (live && threadIdx.x < 32) warp_picks(rp, probs, n, k, row_ptr(ids, i1, i2, i3), ids.nb[0]);
       continue;
@@ -138,8 +138,8 @@ __global__ void expert_weights_kernel(TensorArg probs, TensorArg ids, TensorArg 
 // MoE tail in one launch instead of two. The weights reach the sum through shared memory as the
 // same floats out holds; the sums go out after the block's last read.
 __global__ void __launch_bounds__(kWsumThreads)
-    weighted_experts_kernel(TensorArg probs, TensorArg ids, TensorArg picked, TensorArg sum, TensorArg out,
-                            TensorArg a, TensorArg prod, TensorArg wsum, int64_t rows) {
+    weighted_experts_kernel(TensorArg probs, TensorArg ids, TensorArg picked, TensorArg sum, TensorArg out, TensorArg a,
+                            TensorArg prod, TensorArg wsum, int64_t rows) {
   pdl_trigger();
   __shared__ float ws[kWsumMaxWeights];
   const int64_t k = ids.ne[0], t = threadIdx.x / 32;
@@ -231,8 +231,7 @@ int weighted_experts(const Ctx& ctx, std::span<Tensor* const> nodes) {
   Tensor& d = *nodes[3];
   const Tensor& w3 = *nodes[4];
   const Tensor *pa = nullptr, *pw = nullptr;
-  if (w3.op != Op::RESHAPE || w3.src[0] != &d || !weighted_sum_shape(nodes.subspan(5), &pa, &pw) || pw != &w3)
-    return 0;
+  if (w3.op != Op::RESHAPE || w3.src[0] != &d || !weighted_sum_shape(nodes.subspan(5), &pa, &pw) || pw != &w3) return 0;
   const Tensor& probs = *g.src[0];
   const Tensor& ids = *g.src[1];
   const Tensor& a = *pa;
