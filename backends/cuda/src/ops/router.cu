@@ -245,7 +245,6 @@ int weighted_experts(const Ctx& ctx, std::span<Tensor* const> nodes) {
   if (!disjoint(g, probs) || !disjoint(g, ids) || !safe_to_fuse(m, a) || !disjoint(y, m)) return 0;
   for (const Tensor* out : {&g, &s, &d})
     if (!disjoint(*out, a)) return 0;
-  if (rows == 0) return 8;
   weighted_experts_kernel<<<1, kWsumThreads, 0, ctx.stream>>>(arg(probs), arg(ids), arg(g), arg(s), arg(d), arg(a),
                                                               arg(m), arg(y), rows);
   return 8;
