@@ -9,10 +9,8 @@
 // routers and samplers (k <= 64); larger k is correct but slow. SUM_ROWS accumulates in double,
 // as the CPU reference does.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 
 #include "cuda_utils.cuh"
 #include "ggml-lite/status.h"

@@ -77,8 +77,10 @@ __global__ void softmax_top_k_kernel(TensorArg a, TensorArg probs, TensorArg ids
       const float v = j < end ? static_cast<float>(static_cast<double>(expf(score(j) - mx)) * inv) : 0.0f;
       store_plain(probs.type, rp + j * probs.nb[0], v);
     }
-    __syncthreads();                // the row's probabilities, written by the whole group, are read back below
-    if (a.ne[0] <= kWarpPickRow) {  // the same for every row: the group's other warps go on
+    // The row's probabilities, written by the whole group, are read back below. Short rows (the
+    // same choice for every row) are picked by one warp while the group's other warps go on.
+    __syncthreads();
+    if (a.ne[0] <= kWarpPickRow) {
       if (live && threadIdx.x < 32) warp_picks(rp, probs, n, k, row_ptr(ids, i1, i2, i3), ids.nb[0]);
       continue;
     }
