@@ -60,6 +60,23 @@ struct Block32 {
     return __floats2half2_rn(scaled(h, level(blk, h, 2 * p)), scaled(h, level(blk, h, 2 * p + 1)));
   }
 
+  // Elements i .. i + 15 (i = 0: the low nibbles, 16: the high ones) as elem() gives them, for the
+  // MoE tensor-core tiles (matmul_id_mma.cu): the header once, the quant bytes a word at a time.
+  __device__ static void values16(const char* blk, int i, float (&v)[16]) {
+    const Head32 h = L::head(blk);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t b = qio::ld32<kAlign>(blk + L::kQs + 4 * w);
+      const uint32_t q = (i ? b >> 4 : b) & 0x0F0F0F0Fu;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int lv = static_cast<int>(qio::byte_of(q, e));
+        if constexpr (L::kHighBits) lv |= static_cast<int>((h.qh >> (i + 4 * w + e)) & 1u) << 4;
+        v[4 * w + e] = scaled(h, lv);
+      }
+    }
+  }
+
   // GEMV (matmul_gemv.cu): chunk c is half g = c % 2 of block c / 2: quant bytes 8g..8g+7, whose
   // low nibbles are elements 8g.. (run 0) and high nibbles elements 16 + 8g.. (run 1).
   static constexpr int kChunk = 16;

@@ -51,6 +51,19 @@ struct QuantTraits<DType::IQ4_XS> {
   __device__ static __half2 pair_f16(const char* blk, int p) {
     return __floats2half2_rn(elem(blk, 2 * p), elem(blk, 2 * p + 1));
   }
+  // Elements i .. i + 15 (i a multiple of 16: half a sub-block) as elem() gives them, for the MoE
+  // tensor-core tiles (matmul_id_mma.cu): the sub-block's scale once, its quant bytes a word at a time.
+  __device__ static void values16(const char* blk, int i, float (&v)[16]) {
+    const int s = i >> 5;
+    const float d = sub_scale(blk, s);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t b = qio::ld32<4>(blk + kQs + 16 * s + 4 * w);
+      const uint32_t q = (i & 16 ? b >> 4 : b) & 0x0F0F0F0Fu;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[4 * w + e] = __fmul_rn(d, qio::to_f(value(qio::byte_of(q, e))));
+    }
+  }
 
   // GEMV (matmul_gemv.cu): chunk c is piece w = c % 16 of block c / 16: s = w / 2, g = w % 2; runs
   // hold elements 32s + 8g .. + 7 (low nibbles) and 32s + 16 + 8g .. + 7 (high nibbles).

@@ -68,6 +68,21 @@ struct KBlock4 {
   __device__ static __half2 pair_f16(const char* blk, int p) {
     return __floats2half2_rn(elem(blk, 2 * p), elem(blk, 2 * p + 1));
   }
+  // Elements i .. i + 15 (i a multiple of 16: half a sub-block) as elem() gives them, for the MoE
+  // tensor-core tiles (matmul_id_mma.cu): the sub-block's factors once, its quant bytes (and Q5_K's
+  // fifth bits) a word at a time, instead of the header re-read for every element.
+  __device__ static void values16(const char* blk, int i, float (&v)[16]) {
+    const int c = i >> 6, hi = (i >> 5) & 1, o = i & 31;
+    const Factors f = factors(blk, 2 * c + hi);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t b = qio::ld32<4>(blk + L::kQs + 32 * c + o + 4 * w);
+      uint32_t q = (hi ? b >> 4 : b) & 0x0F0F0F0Fu;
+      if constexpr (L::kHighBits) q |= ((qio::ld32<4>(blk + L::kQh + o + 4 * w) >> (2 * c + hi)) & 0x01010101u) << 4;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[4 * w + e] = __fsub_rn(__fmul_rn(f.d, qio::byte_f(q, e)), f.m);
+    }
+  }
 
   // GEMV (matmul_gemv.cu): chunk c is piece p = c % 8 of block c / 8, c4 = p / 2, half = p % 2: the
   // 16 quant bytes qs[32 c4 + 16 half ..], one 16-byte load (blocks are 144 / 176 bytes, so rows

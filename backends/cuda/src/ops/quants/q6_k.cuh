@@ -50,6 +50,21 @@ struct QuantTraits<DType::Q6_K> {
   __device__ static __half2 pair_f16(const char* blk, int p) {
     return __floats2half2_rn(elem(blk, 2 * p), elem(blk, 2 * p + 1));
   }
+  // Elements i .. i + 15 (i a multiple of 16: one scale) as elem() gives them, for the MoE
+  // tensor-core tiles (matmul_id_mma.cu): d and the scale once, the ql and qh bytes a word at a time.
+  __device__ static void values16(const char* blk, int i, float (&v)[16]) {
+    const int h = i >> 7, k = (i >> 5) & 3, l = i & 31;
+    const float d = qio::f16(qio::ld16(blk + kD));
+    const float ds = __fmul_rn(d, qio::to_f(static_cast<int8_t>(qio::ld8(blk + kScales + i / 16))));
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t lo = qio::ld32<2>(blk + kQl + 64 * h + 32 * (k & 1) + l + 4 * w);
+      const uint32_t hb = qio::ld32<2>(blk + kQh + 32 * h + l + 4 * w);
+      const uint32_t q = ((k < 2 ? lo : lo >> 4) & 0x0F0F0F0Fu) | (((hb >> (2 * k)) & 0x03030303u) << 4);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[4 * w + e] = __fmul_rn(ds, qio::byte_f(q, e) - 32.0f);
+    }
+  }
 
   // GEMV (matmul_gemv.cu): chunk c is piece p = c % 8 of block c / 8: h = p / 4, g = p % 4; run k
   // holds elements 128h + 32k + 8g .. + 7. Its bytes: ql[64h + 8g ..] (runs 0 and 2) and
