@@ -23,6 +23,16 @@ constexpr int32_t kNoPick = INT32_MAX;  // ranks after every real element of equ
 constexpr int kPickRegs = 16;
 constexpr int64_t kWarpPickRow = 32 * kPickRegs;
 
+// A float's bits as an unsigned that orders as the float does (-0 as +0; NaN is never given), and
+// back. Keys of two values are equal exactly when the floats are.
+__device__ __forceinline__ uint32_t order_key(float v) {
+  const uint32_t b = __float_as_uint(v == 0.0f ? 0.0f : v);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ float key_value(uint32_t key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
 // The k largest of row rp (n <= kWarpPickRow elements) into out, one warp: lane l holds elements
 // l, l + 32, ...; each round a lane's best element ranked after the previous pick, then the warp's.
 // The picks follow top_k's total order, so they are the block-wide rounds' picks.
@@ -44,9 +54,13 @@ __device__ __forceinline__ void warp_picks(const char* rp, const TensorArg& prob
       const Ranked e{v[i], lane + 32 * i};
       if (lane + 32 * i < n && ranks_before(prev, e) && ranks_before(e, best)) best = e;
     }
-    for (int o = 16; o > 0; o >>= 1) best = RankOp{}(best, shfl_xor(best, o));
-    if (lane == 0) *reinterpret_cast<int32_t*>(out + p * out_stride) = best.i;
-    prev = best;
+    // The warp's best in two integer reductions instead of ten dependent shuffles: the largest
+    // value, then the lowest index holding it. (k <= n: some lane always has a candidate.)
+    const uint32_t key = best.i == kNoPick ? 0u : order_key(best.v);
+    const uint32_t top = __reduce_max_sync(kFullMask, key);
+    const uint32_t at = __reduce_min_sync(kFullMask, key == top ? static_cast<uint32_t>(best.i) : 0xffffffffu);
+    if (lane == 0) *reinterpret_cast<int32_t*>(out + p * out_stride) = static_cast<int32_t>(at);
+    prev = {key_value(top), static_cast<int32_t>(at)};
   }
 }
 
