@@ -157,7 +157,7 @@ __device__ __forceinline__ void stage8(const MmaArgs& p, Smem<__half>& s, int at
 // Q2_K / Q3_K, the 32-element nibble blocks, IQ4_XS).
 template <DType WT>
 constexpr bool has_values16() {
-  return requires(const char* blk, float (&v)[16]) { QuantTraits<WT>::values16(blk, 0, v); };
+  return requires(const char* blk, float(&v)[16]) { QuantTraits<WT>::values16(blk, 0, v); };
 }
 
 // A quantized type: each thread decodes 16 consecutive elements of one row (two threads a row)
