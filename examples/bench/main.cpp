@@ -49,6 +49,7 @@ struct Args {
   bool json = false;
   std::string out;
   bench::Params params;
+  bool precision_auto = true;  // --precision auto: the model's default_precision(), once it is loaded
 };
 
 void add_options(CLI::App& app, Args& a) {
@@ -77,9 +78,15 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--greedy-chain", p.greedy_chain, "tg rows: decode steps chained on the device per host round trip")
       ->check(CLI::Range(1, 64));
   app.add_option_function<std::string>(
-         "--precision", [&p](const std::string& name) { p.precision = *gl::precision_from_name(name); },
-         "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
-      ->check(CLI::IsMember({"exact", "fast"}));
+         "--precision",
+         [&a](const std::string& name) {
+           a.precision_auto = name == "auto";
+           if (!a.precision_auto) a.params.precision = *gl::precision_from_name(name);
+         },
+         "auto (default: fast for quantized files, as llama.cpp runs them; exact for f32/f16/bf16), exact "
+         "(float activations; CUDA: two GEMMs per 16-bit matmul) or fast (int8 activations for quantized "
+         "weights, one rounded GEMM)")
+      ->check(CLI::IsMember({"auto", "exact", "fast"}));
   app.add_option_function<std::string>(
          "--kv-type", [&p](const std::string& name) { p.kv_type = *gl::dtype_from_name(name); },
          "K/V cache rows: f32 (exact) or f16 (half the bytes at long contexts; K and V rounded to f16)")
@@ -300,6 +307,7 @@ int run(Args& a) {
   auto loaded = load_model(a, be);
   if (!loaded) return fail(loaded.error());
   const gl::qwen35::Model& m = *loaded->model;
+  if (a.precision_auto) a.params.precision = m.default_precision();
   if (!a.params.spec.empty() && !m.has_mtp())
     return fail(loaded->info.label + " has no MTP layer (nextn_predict_layers is 0), so --spec cannot run");
   r.model = loaded->info;

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "ggml-lite/cpu.h"
@@ -40,7 +41,7 @@ struct Args {
   std::string dump_graph;
   bool ignore_eos = false;
   gl::SamplerParams sampling;
-  gl::Precision precision = gl::Precision::EXACT;
+  std::optional<gl::Precision> precision;  // --precision auto (nullopt): the model's default_precision()
   gl::DType kv_type = gl::DType::F32;
   float mtp_p_min = 0.0f;
 };
@@ -65,9 +66,11 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("-c,--ctx", a.ctx, "context size")->check(CLI::PositiveNumber);
   app.add_option("-b,--batch", a.batch, "prefill chunk size")->check(CLI::PositiveNumber);
   app.add_option_function<std::string>(
-         "--precision", [&a](const std::string& name) { a.precision = *gl::precision_from_name(name); },
-         "exact (CUDA: two GEMMs per 16-bit matmul) or fast (one rounded GEMM)")
-      ->check(CLI::IsMember({"exact", "fast"}));
+         "--precision", [&a](const std::string& name) { a.precision = gl::precision_from_name(name); },
+         "auto (default: fast for quantized files, as llama.cpp runs them; exact for f32/f16/bf16), exact "
+         "(float activations; CUDA: two GEMMs per 16-bit matmul) or fast (int8 activations for quantized "
+         "weights, one rounded GEMM)")
+      ->check(CLI::IsMember({"auto", "exact", "fast"}));
   app.add_option_function<std::string>(
          "--kv-type", [&a](const std::string& name) { a.kv_type = *gl::dtype_from_name(name); },
          "K/V cache rows: f32 (exact) or f16 (half the bytes at long contexts; K and V rounded to f16)")
@@ -176,7 +179,7 @@ int run(const Args& a) {
   auto tok = gl::Tokenizer::from_gguf(m.gguf());
   if (!tok) return fmt::print(stderr, "qwen35: {}\n", tok.error()), 1;
   gl::qwen35::RunConfig cfg{.n_ctx = a.ctx, .n_batch = a.batch, .mtp_k = k, .sampling = a.sampling};
-  cfg.precision = a.precision;
+  cfg.precision = a.precision.value_or(m.default_precision());
   cfg.kv_type = a.kv_type;
   cfg.mtp_p_min = a.mtp_p_min;
   auto session = gl::qwen35::Session::create(m, be, cfg);

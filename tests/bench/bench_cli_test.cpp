@@ -73,7 +73,7 @@ TEST(BenchCli, SynthTinyJsonHasTheRows) {
   EXPECT_EQ(j["model"]["name"], "tiny");
   EXPECT_EQ(j["model"]["type"], "q8_0");
   EXPECT_EQ(j["backend"]["name"], "cpu");
-  EXPECT_EQ(j["params"]["precision"], "exact");
+  EXPECT_EQ(j["params"]["precision"], "fast");  // --precision auto on a quantized model
   EXPECT_GT(j["model"]["weight_bytes_per_token"].get<double>(), 0);
   EXPECT_LT(j["model"]["weight_bytes_per_token"].get<double>(), j["model"]["model_bytes"].get<double>());
   EXPECT_GT(j["bandwidth_gbs"].get<double>(), 0);
@@ -155,6 +155,22 @@ TEST(BenchCli, MarkdownTableAndGivenBandwidth) {
   EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | fast | pp 8 |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| tiny-moe | bf16 | cpu | fast | tg 4 |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("at 10.0 GB/s (given)"), std::string::npos) << r.out;
+}
+
+// --precision auto (the default) is fast for a quantized model and exact for a 16-bit one; a
+// precision given by name is kept whatever the weights.
+TEST(BenchCli, PrecisionAutoFollowsTheWeights) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--synth tiny:bf16", "exact"},
+      {"--synth tiny:q8_0 --precision auto", "fast"},
+      {"--synth tiny:q8_0 --precision exact", "exact"},
+      {"--synth tiny:bf16 --precision fast", "fast"},
+  };
+  for (const auto& [args, precision] : cases) {
+    const BenchRun r = bench(args + " --backend cpu -t 1 -p 8 -n 0 -r 1 --warmup 0 --bandwidth 10 --json");
+    ASSERT_EQ(r.rc, 0) << args << "\n" << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["params"]["precision"], precision) << args;
+  }
 }
 
 // A copy of the tiny synthetic model without its MTP layer.

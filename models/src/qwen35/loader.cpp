@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "ggml-lite/dtype.h"
 #include "ggml-lite/models/qwen35.h"
 
 namespace gl::qwen35 {
@@ -179,6 +181,16 @@ Result<std::unique_ptr<Model>> Model::load(GgufFile layout, const TensorSource& 
                                            const LoadProgress& progress) {
   if (!src) return Error(fmt::format("{}: no tensor source given", layout.name()));
   return open(std::move(layout), &backend, &src, progress);
+}
+
+Precision Model::default_precision() const {
+  uint64_t quantized = 0, total = 0;
+  for (const GgufTensorInfo& t : file_.tensors()) {
+    total += t.nbytes;
+    const std::optional<DType> d = t.dtype();
+    if (d && dtype_traits(*d).is_quant) quantized += t.nbytes;
+  }
+  return 2 * quantized > total ? Precision::FAST : Precision::EXACT;
 }
 
 Result<std::unique_ptr<Model>> Model::load_meta(const std::string& path) {

@@ -92,6 +92,11 @@ class Model {
   const Hparams& hparams() const { return hp_; }
   const GgufFile& gguf() const { return file_; }
   bool has_mtp() const { return hp_.n_nextn > 0; }
+  // The precision a run takes when none is asked for (the examples' `--precision auto`): FAST for a
+  // file whose tensor bytes are mostly block-quantized (Q8_0, the K-quants, IQ4, MXFP4: activation
+  // rows then go to int8 per block where the backend has that path, as llama.cpp runs such files;
+  // greedy MTP parity holds there too), EXACT for F32 / F16 / BF16 files.
+  Precision default_precision() const;
 
   Tensor* tok_embd = nullptr;
   Tensor* output_norm = nullptr;
