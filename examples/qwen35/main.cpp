@@ -180,6 +180,10 @@ int run(const Args& a) {
   if (!tok) return fmt::print(stderr, "qwen35: {}\n", tok.error()), 1;
   gl::qwen35::RunConfig cfg{.n_ctx = a.ctx, .n_batch = a.batch, .mtp_k = k, .sampling = a.sampling};
   cfg.precision = a.precision.value_or(m.default_precision());
+  if (!a.precision && cfg.precision == gl::Precision::FAST)
+    fmt::print(stderr,
+               "qwen35: quantized weights: --precision fast (int8 activation blocks, as llama.cpp; "
+               "--precision exact for float math)\n");
   cfg.kv_type = a.kv_type;
   cfg.mtp_p_min = a.mtp_p_min;
   auto session = gl::qwen35::Session::create(m, be, cfg);
