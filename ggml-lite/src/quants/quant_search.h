@@ -12,14 +12,26 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace gl::quant {
 
 // Below this a group counts as all zeros.
 inline constexpr float kGroupEps = 1e-15f;
 
-// Round to nearest, ties to even (the default FP rounding mode), as an int.
-inline int round_even(float v) { return static_cast<int>(std::nearbyint(v)); }
+// Round to nearest, ties to even (the default FP rounding mode), as an int. Up to 2^22 - 1 in
+// magnitude, adding 1.5 * 2^23 keeps the exponent and leaves the rounded integer in the low
+// mantissa bits: the same result as std::nearbyint, which is a library call here (~10% of a
+// Q4_K_M quantization in perf). (At 2^22 - 0.5 the sum would round up to 2^24.)
+inline int round_even(float v) {
+  if (std::fabs(v) <= 4194303.0f) {
+    const float shifted = v + 12582912.0f;
+    int32_t bits;
+    std::memcpy(&bits, &shifted, sizeof bits);
+    return (bits & 0x007fffff) - 0x00400000;
+  }
+  return static_cast<int>(std::nearbyint(v));
+}
 
 inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
