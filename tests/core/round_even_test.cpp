@@ -28,8 +28,8 @@ TEST(RoundEven, TiesGoToEven) {
 }
 
 TEST(RoundEven, AgreesWithNearbyintAcrossTheRange) {
-  std::vector<float> vs = {0.0f, -0.0f, 0.49999997f, -0.49999997f, 4194303.5f, -4194303.5f, 4194304.0f, -4194304.0f,
-                           4194305.0f, 8388607.0f, -8388609.0f, 1e9f, -1e9f};
+  std::vector<float> vs = {0.0f,        -0.0f,      0.49999997f, -0.49999997f, 4194303.5f, -4194303.5f, 4194304.0f,
+                           -4194304.0f, 4194305.0f, 8388607.0f,  -8388609.0f,  1e9f,       -1e9f};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> small(-40.0f, 40.0f), wide(-5e6f, 5e6f);
   for (int i = 0; i < 200000; ++i) vs.push_back(i % 2 ? small(rng) : wide(rng));
