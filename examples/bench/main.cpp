@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "bench.h"
@@ -49,7 +50,7 @@ struct Args {
   bool json = false;
   std::string out;
   bench::Params params;
-  bool precision_auto = true;  // --precision auto: the model's default_precision(), once it is loaded
+  std::optional<gl::Precision> precision;  // --precision auto (nullopt): the model's default_precision()
 };
 
 void add_options(CLI::App& app, Args& a) {
@@ -78,11 +79,7 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--greedy-chain", p.greedy_chain, "tg rows: decode steps chained on the device per host round trip")
       ->check(CLI::Range(1, 64));
   app.add_option_function<std::string>(
-         "--precision",
-         [&a](const std::string& name) {
-           a.precision_auto = name == "auto";
-           if (!a.precision_auto) a.params.precision = *gl::precision_from_name(name);
-         },
+         "--precision", [&a](const std::string& name) { a.precision = gl::precision_from_name(name); },
          "auto (default: fast for quantized files, as llama.cpp runs them; exact for f32/f16/bf16), exact "
          "(float activations; CUDA: two GEMMs per 16-bit matmul) or fast (int8 activations for quantized "
          "weights, one rounded GEMM)")
@@ -144,14 +141,14 @@ gl::Result<BackendSetup> make_vulkan_backend(gl::Precision precision) {
 
 gl::Result<BackendSetup> make_backend(const Args& a) {
   std::string name = a.backend;
-  if (name == "vulkan") return make_vulkan_backend(a.params.precision);
+  if (name == "vulkan") return make_vulkan_backend(a.precision.value_or(gl::Precision::EXACT));
 #ifdef GL_HAVE_CUDA
   if (name.empty()) name = gl::cuda::device_count() > 0 ? "cuda" : "cpu";
   if (name == "cuda") {
     if (gl::cuda::device_count() == 0) return gl::Error("--backend cuda: no CUDA device found");
     const gl::cuda::MemoryInfo mi = gl::cuda::memory_info(0);
     const std::string dev = fmt::format("cuda:0, {:.1f} GiB", static_cast<double>(mi.total) / (1 << 30));
-    return BackendSetup{gl::cuda::make_backend({.precision = a.params.precision}),
+    return BackendSetup{gl::cuda::make_backend({.precision = a.precision.value_or(gl::Precision::EXACT)}),
                         {.name = "cuda", .device = dev, .device_memory = true}};
   }
 #else
@@ -307,7 +304,7 @@ int run(Args& a) {
   auto loaded = load_model(a, be);
   if (!loaded) return fail(loaded.error());
   const gl::qwen35::Model& m = *loaded->model;
-  if (a.precision_auto) a.params.precision = m.default_precision();
+  a.params.precision = a.precision.value_or(m.default_precision());  // each run sets it on the backend
   if (!a.params.spec.empty() && !m.has_mtp())
     return fail(loaded->info.label + " has no MTP layer (nextn_predict_layers is 0), so --spec cannot run");
   r.model = loaded->info;
