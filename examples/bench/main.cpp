@@ -28,6 +28,8 @@
 
 #include "bench.h"
 #include "ggml-lite/cpu.h"
+#include "ggml-lite/models/session.h"
+#include "gguf-tools/quant_mix.h"
 #include "gguf-tools/synth.h"
 #ifdef GL_HAVE_VULKAN
 #include "ggml-lite/vulkan.h"
@@ -51,12 +53,14 @@ struct Args {
   std::string out;
   bench::Params params;
   std::optional<gl::Precision> precision;  // --precision auto (nullopt): the model's default_precision()
+  std::optional<gl::DType> kv_type;        // --kv-type auto (nullopt): kv_type_for(precision)
 };
 
 void add_options(CLI::App& app, Args& a) {
   auto* m = app.add_option("-m,--model", a.model, "Qwen3.5 GGUF file");
   auto* s = app.add_option("--synth", a.synth,
-                           "synthetic model PRESET[:TYPE] built in memory (type f32|f16|bf16|q8_0, default bf16; "
+                           "synthetic model PRESET[:TYPE] built in memory (type f32|f16|bf16|q8_0, default bf16, or a "
+                           "llama.cpp file type such as q4_k_m with pooled rows: for speed, not values; "
                            "presets: gguf-synth --list)");
   m->excludes(s);
   app.add_option("--seed", a.seed, "seed of the synthetic model (as gguf-synth --seed)");
@@ -85,9 +89,10 @@ void add_options(CLI::App& app, Args& a) {
          "weights, one rounded GEMM)")
       ->check(CLI::IsMember({"auto", "exact", "fast"}));
   app.add_option_function<std::string>(
-         "--kv-type", [&p](const std::string& name) { p.kv_type = *gl::dtype_from_name(name); },
-         "K/V cache rows: f32 (exact) or f16 (half the bytes at long contexts; K and V rounded to f16)")
-      ->check(CLI::IsMember({"f32", "f16"}));
+         "--kv-type", [&a](const std::string& name) { a.kv_type = gl::dtype_from_name(name); },
+         "K/V cache rows: auto (default: f16 under --precision fast, as llama.cpp's default cache; f32 "
+         "under exact), f32 (exact) or f16 (half the bytes; K and V rounded to f16)")
+      ->check(CLI::IsMember({"auto", "f32", "f16"}));
   app.add_option("--mtp-p-min", p.mtp_p_min,
                  "spec rows: adaptive K, drafting stops when the drafts' probability falls below this (0 = off)")
       ->check(CLI::Range(0.0, 1.0));
@@ -184,6 +189,18 @@ struct LoadedModel {
   bench::ModelInfo info;
 };
 
+// --synth PRESET:TYPE: f32, f16, bf16 and q8_0 as gguf-synth writes them; a llama.cpp file type
+// (q4_k_m, iq4_xs, ...) as llama-quantize mixes the Q8_0 model, with pooled rows (synth.h).
+gl::Result<gl::tools::SynthOptions> synth_options(const std::string& preset, const std::string& type, uint64_t seed) {
+  const std::optional<gl::DType> dt = gl::dtype_from_name(type);
+  if (dt && (*dt == gl::DType::F32 || *dt == gl::DType::F16 || *dt == gl::DType::BF16 || *dt == gl::DType::Q8_0))
+    return gl::tools::SynthOptions{.preset = preset, .type = *dt, .seed = seed};
+  if (!gl::tools::mix_file_type_by_name(type))
+    return gl::Error(fmt::format("unknown type '{}' (use f32, f16, bf16, q8_0 or a file type: {})", type,
+                                 gl::tools::mix_file_type_names()));
+  return gl::tools::SynthOptions{.preset = preset, .type = gl::DType::Q8_0, .seed = seed, .mix = type};
+}
+
 gl::Result<LoadedModel> load_model(const Args& a, gl::Backend& be) {
   const auto t0 = Clock::now();
   gl::Result<std::unique_ptr<gl::qwen35::Model>> m = gl::Error("");
@@ -197,14 +214,13 @@ gl::Result<LoadedModel> load_model(const Args& a, gl::Backend& be) {
     const size_t colon = a.synth.find(':');
     const std::string preset = a.synth.substr(0, colon);
     const std::string type = colon == std::string::npos ? "bf16" : a.synth.substr(colon + 1);
-    const std::optional<gl::DType> dt = gl::dtype_from_name(type);
-    if (!dt || (*dt != gl::DType::F32 && *dt != gl::DType::F16 && *dt != gl::DType::BF16 && *dt != gl::DType::Q8_0))
-      return gl::Error(fmt::format("--synth {}: unknown type '{}' (use f32, f16, bf16 or q8_0)", a.synth, type));
-    auto s = gl::tools::SynthModel::create({.preset = preset, .type = *dt, .seed = a.seed});
+    gl::Result<gl::tools::SynthOptions> o = synth_options(preset, type, a.seed);
+    if (!o) return gl::Error(fmt::format("--synth {}: {}", a.synth, o.error()));
+    auto s = gl::tools::SynthModel::create(*o);
     if (!s) return gl::Error(fmt::format("--synth {}: {}", a.synth, s.error()));
     auto fill = [&s](const gl::GgufTensorInfo& t, void* dst) { return s->fill(t, dst); };
     m = gl::qwen35::Model::load(s->layout(), fill, be, progress_printer("generating " + a.synth));
-    label = fmt::format("synth {}:{} seed {}", preset, type, a.seed);
+    label = fmt::format("synth {}:{} seed {}{}", preset, type, a.seed, o->mix.empty() ? "" : " (pooled rows)");
     name = preset;
   }
   if (!m) return gl::Error(m.error());
@@ -305,6 +321,7 @@ int run(Args& a) {
   if (!loaded) return fail(loaded.error());
   const gl::qwen35::Model& m = *loaded->model;
   a.params.precision = a.precision.value_or(m.default_precision());  // each run sets it on the backend
+  a.params.kv_type = a.kv_type.value_or(gl::qwen35::default_kv_type(a.params.precision));
   if (!a.params.spec.empty() && !m.has_mtp())
     return fail(loaded->info.label + " has no MTP layer (nextn_predict_layers is 0), so --spec cannot run");
   r.model = loaded->info;

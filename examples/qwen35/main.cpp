@@ -42,7 +42,7 @@ struct Args {
   bool ignore_eos = false;
   gl::SamplerParams sampling;
   std::optional<gl::Precision> precision;  // --precision auto (nullopt): the model's default_precision()
-  gl::DType kv_type = gl::DType::F32;
+  std::optional<gl::DType> kv_type;        // --kv-type auto (nullopt): default_kv_type(precision)
   float mtp_p_min = 0.0f;
 };
 
@@ -72,9 +72,10 @@ void add_options(CLI::App& app, Args& a) {
          "weights, one rounded GEMM)")
       ->check(CLI::IsMember({"auto", "exact", "fast"}));
   app.add_option_function<std::string>(
-         "--kv-type", [&a](const std::string& name) { a.kv_type = *gl::dtype_from_name(name); },
-         "K/V cache rows: f32 (exact) or f16 (half the bytes at long contexts; K and V rounded to f16)")
-      ->check(CLI::IsMember({"f32", "f16"}));
+         "--kv-type", [&a](const std::string& name) { a.kv_type = gl::dtype_from_name(name); },
+         "K/V cache rows: auto (default: f16 under --precision fast, as llama.cpp's default cache; f32 "
+         "under exact), f32 (exact) or f16 (half the bytes; K and V rounded to f16)")
+      ->check(CLI::IsMember({"auto", "f32", "f16"}));
   app.add_option("--backend", a.backend,
                  "compute backend (auto: cuda, else a Vulkan GPU, when built with them and present; else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "vulkan"}));
@@ -183,8 +184,9 @@ int run(const Args& a) {
   if (!a.precision && cfg.precision == gl::Precision::FAST)
     fmt::print(stderr,
                "qwen35: quantized weights: --precision fast (int8 activation blocks, as llama.cpp; "
-               "--precision exact for float math)\n");
-  cfg.kv_type = a.kv_type;
+               "--precision exact for float math){}\n",
+               a.kv_type ? "" : " and an f16 KV cache (--kv-type f32 keeps K and V exact)");
+  cfg.kv_type = a.kv_type.value_or(gl::qwen35::default_kv_type(cfg.precision));
   cfg.mtp_p_min = a.mtp_p_min;
   auto session = gl::qwen35::Session::create(m, be, cfg);
   if (!session) return fmt::print(stderr, "qwen35: {}\n", session.error()), 1;

@@ -20,6 +20,7 @@ Switch switch_of(Diag d) {
     case Diag::CUDA_PDL_OFF: return {"GL_CUDA_PDL", "0"};
     case Diag::CUDA_EARLY_W_OFF: return {"GL_CUDA_EARLY_WEIGHTS", "0"};
     case Diag::CUDA_STAGED_OFF: return {"GL_CUDA_STAGED_GEMV", "0"};
+    case Diag::CUDA_RAW_STAGE_OFF: return {"GL_CUDA_RAW_STAGE", "0"};
     case Diag::CUDA_PROFILE: return {"GL_CUDA_PROFILE", "1"};
     case Diag::CUDA_TIMING: return {"GL_CUDA_TIMING", "1"};
     case Diag::CPU_PROFILE: return {"GL_CPU_PROFILE", "1"};

@@ -1,12 +1,15 @@
 // synth.cpp - gguf-synth's presets and counter-based random weights; SynthModel gives the same bytes in memory.
 #include "gguf-tools/synth.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "gguf-tools/quant_mix.h"
 #include "gguf-tools/tokenizer_meta.h"
 #include "util.h"
 
@@ -141,6 +144,33 @@ OutTensor synth_tensor(uint64_t seed, const TensorSpec& s, DType type) {
   return {s.name, s.ne, output_type(s, type), ne0, std::move(fill)};
 }
 
+// Rows [r0, r1) of a tensor as the writer converts them: values, then from_float on each row.
+void fill_rows(const Generator& g, DType type, int64_t ne0, int64_t r0, int64_t r1, uint8_t* out) {
+  const size_t rb = row_bytes(type, ne0);
+#pragma omp parallel if ((r1 - r0) * ne0 >= (int64_t{1} << 16))
+  {
+    std::vector<float> row(static_cast<size_t>(ne0));
+#pragma omp for schedule(static)
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t i = 0; i < ne0; ++i) row[static_cast<size_t>(i)] = g.at(r * ne0 + i);
+      from_float(type, row.data(), out + static_cast<size_t>(r) * rb, ne0);
+    }
+  }
+}
+
+// A mix's quantized tensor: its first rows (the pool) converted, every later row a copy of one of
+// them picked by a hash of its index.
+void fill_pooled(const Generator& g, DType type, int64_t ne0, int64_t n_rows, int64_t pool_values, uint8_t* out) {
+  const size_t rb = row_bytes(type, ne0);
+  const int64_t pool = std::clamp<int64_t>(pool_values / ne0, 1, n_rows);
+  fill_rows(g, type, ne0, 0, pool, out);
+#pragma omp parallel for schedule(static) if (n_rows >= 4096)
+  for (int64_t r = pool; r < n_rows; ++r) {
+    const auto from = static_cast<int64_t>(splitmix64(static_cast<uint64_t>(r)) % static_cast<uint64_t>(pool));
+    std::memcpy(out + static_cast<size_t>(r) * rb, out + static_cast<size_t>(from) * rb, rb);
+  }
+}
+
 }  // namespace
 
 const std::vector<SynthPreset>& synth_presets() {
@@ -170,10 +200,10 @@ Result<SynthModel> SynthModel::create(const SynthOptions& opt) {
 
   SynthModel m;
   m.preset_ = preset->name;
-  m.type_ = opt.type;
   m.seed_ = opt.seed;
   m.specs_ = tensor_specs(d);
   for (size_t i = 0; i < m.specs_.size(); ++i) {
+    m.types_.push_back(output_type(m.specs_[i], opt.type));
     m.index_.emplace(m.specs_[i].name, i);
     m.n_params_ += static_cast<uint64_t>(m.specs_[i].nelements());
   }
@@ -183,12 +213,37 @@ Result<SynthModel> SynthModel::create(const SynthOptions& opt) {
   Result<GgufFile> layout = streamed_layout(meta, m.out_tensors());
   if (!layout) return Error(layout.error());
   m.layout_ = std::move(layout).value();
+  if (!opt.mix.empty()) {
+    if (opt.pool_values < 1) return Error(fmt::format("pool_values {} (at least 1)", opt.pool_values));
+    m.pool_values_ = opt.pool_values;
+    GLT_TRY(m.apply_mix(opt.mix, std::move(meta)));
+  }
   return m;
+}
+
+Status SynthModel::apply_mix(const std::string& name, GgufFile meta) {
+  const MixFileType* ft = mix_file_type_by_name(name);
+  if (!ft) return Error(fmt::format("unknown file type '{}' (use {})", name, mix_file_type_names()));
+  Result<MixModel> mm = mix_model_from_gguf(layout_);
+  if (!mm) return Error(mm.error());
+  Result<std::vector<uint32_t>> types = mix_tensor_types(*ft, *mm, layout_.tensors());
+  if (!types) return Error(types.error());
+  for (size_t i = 0; i < types_.size(); ++i) {
+    const std::optional<DType> t = dtype_from_ggml((*types)[i]);
+    if (!t) return Error(fmt::format("{}: ggml type {} of '{}' is not one of ours", name, (*types)[i], specs_[i].name));
+    types_[i] = *t;
+  }
+  meta.set("general.file_type", ft->llama_ftype);
+  meta.set("general.quantization_version", kQuantizationVersion);
+  Result<GgufFile> layout = streamed_layout(meta, out_tensors());
+  if (!layout) return Error(layout.error());
+  layout_ = std::move(layout).value();
+  return {};
 }
 
 std::vector<OutTensor> SynthModel::out_tensors() const {
   std::vector<OutTensor> ts;
-  for (const TensorSpec& s : specs_) ts.push_back(synth_tensor(seed_, s, type_));
+  for (size_t i = 0; i < specs_.size(); ++i) ts.push_back(synth_tensor(seed_, specs_[i], types_[i]));
   return ts;
 }
 
@@ -200,25 +255,22 @@ Status SynthModel::fill(const GgufTensorInfo& t, void* dst) const {
   if (own.ggml_type != t.ggml_type || own.ne != t.ne || own.nbytes != t.nbytes)
     return Error(
         fmt::format("synth {}: tensor '{}' has another type or shape than the synthesized one", preset_, t.name));
-  // One ggml row at a time, as the writer converts them: values, then from_float on the row.
   const Generator g = generator(seed_, s);
-  const DType type = output_type(s, type_);
+  const DType type = types_[it->second];
   const int64_t ne0 = s.ne[0], n_rows = s.nelements() / ne0;
-  const size_t rb = row_bytes(type, ne0);
   auto* out = static_cast<uint8_t*>(dst);
-#pragma omp parallel if (n_rows * ne0 >= (int64_t{1} << 16))
-  {
-    std::vector<float> row(static_cast<size_t>(ne0));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < n_rows; ++r) {
-      for (int64_t i = 0; i < ne0; ++i) row[static_cast<size_t>(i)] = g.at(r * ne0 + i);
-      from_float(type, row.data(), out + static_cast<size_t>(r) * rb, ne0);
-    }
+  if (pool_values_ > 0 && dtype_traits(type).is_quant) {
+    fill_pooled(g, type, ne0, n_rows, pool_values_, out);
+  } else {
+    fill_rows(g, type, ne0, 0, n_rows, out);
   }
   return {};
 }
 
 Result<SynthReport> synth_model(const SynthOptions& opt) {
+  if (!opt.mix.empty())
+    return Error(fmt::format(
+        "a {} mix is made in memory only (bench --synth); for a file, quantize the gguf-synth model", opt.mix));
   Result<SynthModel> m = SynthModel::create(opt);
   if (!m) return Error(m.error());
   SynthReport rep;

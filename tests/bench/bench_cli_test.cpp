@@ -159,17 +159,26 @@ TEST(BenchCli, MarkdownTableAndGivenBandwidth) {
 
 // --precision auto (the default) is fast for a quantized model and exact for a 16-bit one; a
 // precision given by name is kept whatever the weights.
+// --precision auto and --kv-type auto: fast with an F16 cache for quantized weights (a pooled
+// q4_k_m mix too), exact with an F32 cache for float ones; a choice given by name is kept.
 TEST(BenchCli, PrecisionAutoFollowsTheWeights) {
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--synth tiny:bf16", "exact"},
-      {"--synth tiny:q8_0 --precision auto", "fast"},
-      {"--synth tiny:q8_0 --precision exact", "exact"},
-      {"--synth tiny:bf16 --precision fast", "fast"},
+  struct Case {
+    std::string args, precision, kv;
   };
-  for (const auto& [args, precision] : cases) {
-    const BenchRun r = bench(args + " --backend cpu -t 1 -p 8 -n 0 -r 1 --warmup 0 --bandwidth 10 --json");
-    ASSERT_EQ(r.rc, 0) << args << "\n" << r.err;
-    EXPECT_EQ(nlohmann::json::parse(r.out)["params"]["precision"], precision) << args;
+  const std::vector<Case> cases = {
+      {"--synth tiny:bf16", "exact", "f32"},
+      {"--synth tiny:q8_0 --precision auto", "fast", "f16"},
+      {"--synth tiny-moe:q4_k_m", "fast", "f16"},
+      {"--synth tiny:q8_0 --precision exact", "exact", "f32"},
+      {"--synth tiny:q8_0 --kv-type f32", "fast", "f32"},
+      {"--synth tiny:bf16 --precision fast --kv-type auto", "fast", "f16"},
+  };
+  for (const Case& c : cases) {
+    const BenchRun r = bench(c.args + " --backend cpu -t 1 -p 8 -n 0 -r 1 --warmup 0 --bandwidth 10 --json");
+    ASSERT_EQ(r.rc, 0) << c.args << "\n" << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["params"]["precision"], c.precision) << c.args;
+    EXPECT_EQ(j["params"]["kv_type"], c.kv) << c.args;
   }
 }
 

@@ -309,6 +309,8 @@ void add_quant_family_device_cases(DType wt, std::vector<OpCase>& out) {
                  .max_nmse_device = device_nmse(wt),
                  .max_nmse_fast = fast_nmse(wt)});
   add_many_token_id_case(wt, k, out);
+  // Three 256-element blocks a row: the CUDA tiles' two block buffers (RawStage) both refilled.
+  if (dtype_traits(wt).block_size == 256) add_many_token_id_case(wt, 768, out);
 }
 
 // mul_mat_id of 8 experts [K, 33] over 5 tokens, 4 experts each; x1 activation rows a token.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "gguf-tools/convert.h"
+#include "gguf-tools/quantize.h"
 #include "gguf-tools/synth.h"
 #include "tools_test_util.h"
 
@@ -161,6 +162,63 @@ TEST(Synth, SizeLabelIsTheConvertersOwn) {
   EXPECT_EQ(g->n_dims, 2u);  // [2048, 1], as llama.cpp's converter writes it
   EXPECT_EQ(g->ne[0], 2048);
   EXPECT_EQ(g->ne[1], 1);
+}
+
+// A mix in memory: the layout gguf-quantize writes for the same mix of the Q8_0 model (types, sizes,
+// file type), quantized tensors' first rows the reference quantizer's, every row one of them.
+TEST(Synth, MixInMemoryHasTheQuantizersLayoutAndPooledRows) {
+  const std::string dir = tmp_dir();
+  ASSERT_TRUE(synth("tiny-moe", DType::Q8_0, 2, dir + "/q8.gguf").ok());
+  Result<QuantizeReport> q =
+      quantize_file({.input = dir + "/q8.gguf", .output = dir + "/q4km.gguf", .file_type = "q4_k_m"});
+  ASSERT_TRUE(q.ok()) << q.error();
+  Result<GgufFile> want = GgufFile::open(dir + "/q4km.gguf");
+  ASSERT_TRUE(want.ok()) << want.error();
+  constexpr int64_t kPool = 1024;  // values: a few rows, so that most rows are copies
+  Result<SynthModel> m =
+      SynthModel::create({.preset = "tiny-moe", .type = DType::Q8_0, .seed = 2, .mix = "q4_k_m", .pool_values = kPool});
+  ASSERT_TRUE(m.ok()) << m.error();
+  const GgufFile& got = m->layout();
+  EXPECT_EQ(got.get<uint32_t>("general.file_type").value(), want->get<uint32_t>("general.file_type").value());
+  EXPECT_EQ(got.get<uint32_t>("general.quantization_version").value(), 2u);
+  ASSERT_EQ(got.tensors().size(), want->tensors().size());
+  const std::vector<TensorSpec> specs = tensor_specs(find_preset("tiny-moe")->dims);
+  int pooled = 0, copies = 0;
+  for (size_t i = 0; i < got.tensors().size(); ++i) {
+    const GgufTensorInfo& t = got.tensors()[i];
+    EXPECT_EQ(t.ggml_type, want->tensors()[i].ggml_type) << t.name;
+    EXPECT_EQ(t.nbytes, want->tensors()[i].nbytes) << t.name;
+    const DType type = dtype_from_ggml(t.ggml_type).value();
+    if (!dtype_traits(type).is_quant) continue;
+    std::vector<uint8_t> bytes(t.nbytes);
+    ASSERT_TRUE(m->fill(t, bytes.data()).ok()) << t.name;
+    const int64_t ne0 = t.ne[0], rows = t.nelements() / ne0;
+    const size_t rb = row_bytes(type, ne0);
+    const int64_t pool = std::min<int64_t>(std::max<int64_t>(kPool / ne0, 1), rows);
+    std::vector<float> values(static_cast<size_t>(ne0));
+    std::string row(rb, '\0');
+    std::set<std::string> pool_rows;  // row bytes
+    auto row_at = [&](int64_t r) { return std::string(reinterpret_cast<const char*>(bytes.data()) + r * rb, rb); };
+    for (int64_t r = 0; r < pool; ++r) {
+      for (int64_t e = 0; e < ne0; ++e) values[static_cast<size_t>(e)] = synth_value(2, specs[i], r * ne0 + e);
+      from_float(type, values.data(), row.data(), ne0);
+      ASSERT_EQ(row_at(r), row) << t.name << " " << r;
+      pool_rows.insert(row);
+    }
+    for (int64_t r = pool; r < rows; ++r) {
+      ASSERT_TRUE(pool_rows.contains(row_at(r))) << t.name << " " << r;
+      ++copies;
+    }
+    ++pooled;
+  }
+  EXPECT_GT(pooled, 10);
+  EXPECT_GT(copies, 1000);
+  Result<SynthReport> r = synth_model({.preset = "tiny-moe", .output = dir + "/never.gguf", .mix = "q4_k_m"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("in memory only"), std::string::npos) << r.error();
+  Result<SynthModel> bad = SynthModel::create({.preset = "tiny-moe", .mix = "q4_k_z"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("unknown file type 'q4_k_z'"), std::string::npos) << bad.error();
 }
 
 TEST(Synth, UnknownPresetIsNamed) {

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "dtype_table.cuh"
+#include "ggml-lite/diag.h"
 #include "kernels.cuh"
 #include "mm_utils.cuh"
 #include "round_to.cuh"
@@ -121,7 +122,7 @@ struct PlainStage {
       v[j] = live ? load16(wexp + (n0 + r) * p.w_nb1 + k * int64_t{sizeof(T)}) : make_uint4(0, 0, 0, 0);
     }
   }
-  __device__ void store(const MmaArgs&, Smem<T>& s) const {
+  __device__ void store(const MmaArgs&, Smem<T>& s, uint16_t*) const {
 #pragma unroll
     for (int j = 0; j < kWPiecesPerThread; ++j) {
       const int q = static_cast<int>(threadIdx.x) + j * kThreads;
@@ -130,27 +131,36 @@ struct PlainStage {
   }
 };
 
-// Rounds 8 floats to halves (and their residues) into two 16-byte pieces.
-__device__ __forceinline__ void round8(const float (&v)[8], uint4& hi, uint4& lo) {
-  uint32_t h[4], l[4];
+// 8 floats rounded to halves, one 16-byte piece.
+__device__ __forceinline__ uint4 round8(const float (&v)[8]) {
+  uint32_t h[4];
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const __half2 x = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
-    const __half2 y = __floats2half2_rn(v[2 * e] - __low2float(x), v[2 * e + 1] - __high2float(x));
     h[e] = *reinterpret_cast<const uint32_t*>(&x);
+  }
+  return make_uint4(h[0], h[1], h[2], h[3]);
+}
+
+// The residues of 8 floats after round8 gave hi, rounded to halves.
+__device__ __forceinline__ uint4 residue8(const float (&v)[8], uint4 hi) {
+  const uint32_t hw[4] = {hi.x, hi.y, hi.z, hi.w};
+  uint32_t l[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const __half2 x = *reinterpret_cast<const __half2*>(&hw[e]);
+    const __half2 y = __floats2half2_rn(v[2 * e] - __low2float(x), v[2 * e + 1] - __high2float(x));
     l[e] = *reinterpret_cast<const uint32_t*>(&y);
   }
-  hi = make_uint4(h[0], h[1], h[2], h[3]);
-  lo = make_uint4(l[0], l[1], l[2], l[3]);
+  return make_uint4(l[0], l[1], l[2], l[3]);
 }
 
 // Eight decoded weights into the staged row at `at`, rounded to F16 (and their residues under
 // split_w).
 __device__ __forceinline__ void stage8(const MmaArgs& p, Smem<__half>& s, int at, const float (&v)[8]) {
-  uint4 hi, lo;
-  round8(v, hi, lo);
+  const uint4 hi = round8(v);
   store16(s.in.b + at, hi);
-  if (p.split_w) store16(s.in.b_lo + at, lo);
+  if (p.split_w) store16(s.in.b_lo + at, residue8(v, hi));
 }
 
 // Whether the type's traits give 16 consecutive elements at once (Q::values16: the K-quants but
@@ -158,6 +168,13 @@ __device__ __forceinline__ void stage8(const MmaArgs& p, Smem<__half>& s, int at
 template <DType WT>
 constexpr bool has_values16() {
   return requires(const char* blk, float(&v)[16]) { QuantTraits<WT>::values16(blk, 0, v); };
+}
+
+// Whether the traits decode 16 elements in half arithmetic (Q::halves16: Q4_K, Q5_K, Q6_K), which
+// the raw-staged tiles take under Precision::FAST.
+template <DType WT>
+constexpr bool has_halves16() {
+  return requires(const char* blk, uint32_t(&h)[8]) { QuantTraits<WT>::halves16(blk, 0, h); };
 }
 
 // A quantized type: each thread decodes 16 consecutive elements of one row (two threads a row)
@@ -177,6 +194,15 @@ struct QuantStage {
     const int64_t k = k0 + 16 * (threadIdx.x % 2);
     const bool live = n0 + r < p.n && k < p.k;
     const char* row = wexp + (live ? n0 + r : 0) * p.w_nb1;
+    if constexpr (has_halves16<WT>()) {
+      if (!p.split_w) {  // FAST: as RawStage decodes (the same bits); v holds 8 half2
+        uint32_t h[8] = {};
+        if (live) Q::halves16(row + (k / Q::kBlock) * int64_t{Q::kBlockBytes}, static_cast<int>(k % Q::kBlock), h);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = __uint_as_float(h[e]);
+        return;
+      }
+    }
     if constexpr (has_values16<WT>()) {
       if (live) {
         Q::values16(row + (k / Q::kBlock) * int64_t{Q::kBlockBytes}, static_cast<int>(k % Q::kBlock), v);
@@ -189,8 +215,16 @@ struct QuantStage {
       for (int e = 0; e < 16; ++e) v[e] = live ? quant_value<WT>(row, k + e) : 0.0f;
     }
   }
-  __device__ void store(const MmaArgs& p, Smem<__half>& s) const {
+  __device__ void store(const MmaArgs& p, Smem<__half>& s, uint16_t*) const {
     const int at = (static_cast<int>(threadIdx.x) / 2) * kLd + 16 * (threadIdx.x % 2);
+    if constexpr (has_halves16<WT>()) {
+      if (!p.split_w) {
+        const auto b = [&](int e) { return __float_as_uint(v[e]); };
+        store16(s.in.b + at, make_uint4(b(0), b(1), b(2), b(3)));
+        store16(s.in.b + at + 8, make_uint4(b(4), b(5), b(6), b(7)));
+        return;
+      }
+    }
 #pragma unroll
     for (int h = 0; h < 2; ++h) stage8(p, s, at + 8 * h, reinterpret_cast<const float(&)[8]>(v[8 * h]));
   }
@@ -218,14 +252,14 @@ struct Q8_0Stage {
       w[i] = reinterpret_cast<const uint16_t*>(blk)[min(j, kWords - 1) % kRawWords];
     }
   }
-  __device__ void store(const MmaArgs&, Smem<__half>& s) const {
+  __device__ void store(const MmaArgs&, Smem<__half>& s, uint16_t*) const {
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int j = static_cast<int>(threadIdx.x) + i * kThreads;
       if (j < kWords) s.in.raw[(j / kRawWords) * kRawLd + j % kRawWords] = static_cast<uint16_t>(w[i]);
     }
   }
-  __device__ static void decode(const MmaArgs& p, Smem<__half>& s) {
+  __device__ static void decode(const MmaArgs& p, Smem<__half>& s, const uint16_t*, int64_t) {
     const int r = static_cast<int>(threadIdx.x) / 2, h = static_cast<int>(threadIdx.x) % 2;
     const uint16_t* blk = s.in.raw + r * kRawLd;
     const float d = __half2float(__ushort_as_half(blk[0]));
@@ -244,6 +278,87 @@ struct Q8_0Stage {
   }
 };
 
+// The quantized types with values16 and blocks of whole 16-bit words (all but MXFP4, Q2_K, Q3_K),
+// staged as read. QuantStage's two threads a row read their 16 elements' bytes from 16 rows a warp:
+// ncu on the 35B-A3B Q4_K_M prefill (H100) had those tiles limited by the L1 (77% busy, 31%
+// occupancy, half the prefill's time). Here the block's threads copy each weight row's current
+// block (16 to 210 bytes) into shared memory as 16-bit words in row order, a warp reading one or
+// two rows' contiguous bytes, and decode their 16 elements from there (decode, after a barrier).
+// Two buffers: a 256-element K-quant block serves 8 K steps, during which the next block arrives
+// an eighth at a time (1 slice a step; a 32-element block is one slice, one step ahead).
+template <DType WT>
+struct RawStage {
+  using Q = QuantTraits<WT>;
+  static constexpr bool kDecode = true;
+  static constexpr int kSlices = Q::kBlock / kBK;  // K steps a block serves
+  static constexpr int kWords = Q::kBlockBytes / 2;
+  // Row stride in 16-bit words: even (4-byte reads stay aligned) with an odd count of 32-bit words
+  // (the same field of 16 rows falls in 16 banks).
+  static constexpr int kLdW = kWords % 4 == 2 ? kWords : kWords + (kWords % 4 == 0 ? 2 : kWords % 4 == 1 ? 1 : 3);
+  static constexpr int kBufWords = kBN * kLdW;
+  static constexpr int kRawWords = 2 * kBufWords;  // the kernel's shared buffer (raw_words)
+  static constexpr int kSliceWords = (kBN * kWords + kSlices - 1) / kSlices;
+  static constexpr int kPerThread = (kSliceWords + kThreads - 1) / kThreads;
+  static_assert(Q::kBlock % kBK == 0 && Q::kBlockBytes % 2 == 0 && kLdW % 4 == 2, "whole steps a block, whole words");
+
+  uint32_t w[kPerThread];
+  int buf = 0, slice = 0;
+  bool any = false;  // a next block exists
+
+  // Words [slice * kSliceWords, + kSliceWords) of the rows' block `blk` (rows past n read row 0's).
+  __device__ static uint32_t word(const MmaArgs& p, const char* wexp, int64_t n0, int64_t blk, int f) {
+    const int r = f / kWords;
+    const int64_t row = n0 + r < p.n ? n0 + r : 0;
+    return __ldg(reinterpret_cast<const uint16_t*>(wexp + row * p.w_nb1 + blk * Q::kBlockBytes) + f % kWords);
+  }
+  // The whole first block, before the first step (the barrier before decode orders it).
+  __device__ static void prime(const MmaArgs& p, const char* wexp, int64_t n0, uint16_t* raw) {
+    for (int f = static_cast<int>(threadIdx.x); f < kBN * kWords; f += kThreads)
+      raw[(f / kWords) * kLdW + f % kWords] = static_cast<uint16_t>(word(p, wexp, n0, 0, f));
+  }
+  // For step k0: this step's slice of the next block (the block after the one k0 decodes).
+  __device__ void load(const MmaArgs& p, const char* wexp, int64_t n0, int64_t k0) {
+    const int64_t blk = k0 / Q::kBlock + 1;
+    slice = static_cast<int>((k0 / kBK) % kSlices);
+    buf = static_cast<int>(blk % 2);
+    any = blk * Q::kBlock < p.k;
+    if (!any) return;
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int f = slice * kSliceWords + static_cast<int>(threadIdx.x) + i * kThreads;
+      w[i] = f < kBN * kWords && f < (slice + 1) * kSliceWords ? word(p, wexp, n0, blk, f) : 0u;
+    }
+  }
+  __device__ void store(const MmaArgs&, Smem<__half>&, uint16_t* raw) const {
+    if (!any) return;
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int f = slice * kSliceWords + static_cast<int>(threadIdx.x) + i * kThreads;
+      if (f < kBN * kWords && f < (slice + 1) * kSliceWords)
+        raw[buf * kBufWords + (f / kWords) * kLdW + f % kWords] = static_cast<uint16_t>(w[i]);
+    }
+  }
+  // Each thread: 16 elements of one row (two threads a row), from the block step k0 lies in.
+  __device__ static void decode(const MmaArgs& p, Smem<__half>& s, const uint16_t* raw, int64_t k0) {
+    const int r = static_cast<int>(threadIdx.x) / 2, h = static_cast<int>(threadIdx.x) % 2;
+    const auto* blk = reinterpret_cast<const char*>(raw + ((k0 / Q::kBlock) % 2) * kBufWords + r * kLdW);
+    const int i = static_cast<int>(k0 % Q::kBlock) + 16 * h, at = r * kLd + 16 * h;
+    if constexpr (has_halves16<WT>()) {
+      if (!p.split_w) {  // FAST: decoded in half arithmetic (the traits' halves16 bound)
+        uint32_t v[8];
+        Q::template halves16<qio::FromShared>(blk, i, v);
+        store16(s.in.b + at, make_uint4(v[0], v[1], v[2], v[3]));
+        store16(s.in.b + at + 8, make_uint4(v[4], v[5], v[6], v[7]));
+        return;
+      }
+    }
+    float v[16];
+    Q::template values16<qio::FromShared>(blk, i, v);
+#pragma unroll
+    for (int g = 0; g < 2; ++g) stage8(p, s, at + 8 * g, reinterpret_cast<const float(&)[8]>(v[8 * g]));
+  }
+};
+
 // Whether the weight stage decodes from shared memory after a barrier.
 template <class B>
 constexpr bool decodes() {
@@ -251,9 +366,29 @@ constexpr bool decodes() {
   return false;
 }
 
-template <DType WT, class T>
-using BStage = std::conditional_t<WT == DType::F16 || WT == DType::BF16, PlainStage<T>,
-                                  std::conditional_t<WT == DType::Q8_0, Q8_0Stage, QuantStage<WT>>>;
+// Whether a quantized type's weights are staged as read (RawStage).
+template <DType WT>
+constexpr bool raw_staged() {
+  if constexpr (WT == DType::F16 || WT == DType::BF16 || WT == DType::Q8_0) {
+    return false;
+  } else {
+    return has_values16<WT>() && QuantTraits<WT>::kBlockBytes % 2 == 0;
+  }
+}
+
+// The weight stage of a type (raw: RawStage where the type has it, GL_CUDA_RAW_STAGE=0 turns it off).
+template <DType WT, class T, bool kRaw>
+using BStage =
+    std::conditional_t<WT == DType::F16 || WT == DType::BF16, PlainStage<T>,
+                       std::conditional_t<WT == DType::Q8_0, Q8_0Stage,
+                                          std::conditional_t<kRaw && raw_staged<WT>(), RawStage<WT>, QuantStage<WT>>>>;
+
+// The 16-bit words of shared memory a stage keeps its raw blocks in (RawStage), else 2 (unused).
+template <class B>
+constexpr int raw_words() {
+  if constexpr (requires { B::kRawWords; }) return B::kRawWords;
+  return 2;
+}
 
 using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
@@ -303,9 +438,10 @@ __device__ void store_tile(const MmaArgs& p, Smem<T>& s, int wm, int wn, Acc (&a
 
 // Block (x, y): weight rows [64 x, + 64) of routed tile y. The operands of step k + 1 are loaded
 // into registers while the tensor cores work on step k.
-template <DType WT, class T>
+template <DType WT, class T, class B>
 __global__ void __launch_bounds__(kThreads) moe_mma_kernel(MmaArgs p) {
   __shared__ Smem<T> s;
+  __shared__ alignas(16) uint16_t raw[raw_words<B>()];
   const int tid = static_cast<int>(threadIdx.x), warp = tid / kWarp;
   const int wm = warp / 2, wn = warp % 2;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
@@ -327,15 +463,16 @@ __global__ void __launch_bounds__(kThreads) moe_mma_kernel(MmaArgs p) {
 #pragma unroll
       for (int j = 0; j < kFN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
     AStage<T> a;
-    BStage<WT, T> b;
+    B b;
+    if constexpr (std::is_same_v<B, RawStage<WT>>) B::prime(p, wexp, n0, raw);
     a.load(p, s, 0, count);
     b.load(p, wexp, n0, 0);
     for (int64_t k0 = 0; k0 < p.k; k0 += kBK) {
       a.store(p, s);
-      b.store(p, s);
-      if constexpr (decodes<BStage<WT, T>>()) {
+      b.store(p, s, raw);
+      if constexpr (decodes<B>()) {
         __syncthreads();
-        BStage<WT, T>::decode(p, s);
+        B::decode(p, s, raw, k0);
       }
       __syncthreads();
       if (k0 + kBK < p.k) {
@@ -373,7 +510,12 @@ void launch_mma(const Ctx& ctx, const Tensor& x, const MmaArgs& p) {
   GL_CUDA_CHECK(cudaGetLastError());
   const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(p.n, kBN)),
                   static_cast<unsigned>(p.tiles.max_tiles < kMaxGridY ? p.tiles.max_tiles : kMaxGridY));
-  moe_mma_kernel<WT, T><<<grid, kThreads, 0, ctx.stream>>>(p);
+  static const bool raw = !diag_env(Diag::CUDA_RAW_STAGE_OFF);
+  if (raw) {
+    moe_mma_kernel<WT, T, BStage<WT, T, true>><<<grid, kThreads, 0, ctx.stream>>>(p);
+  } else {
+    moe_mma_kernel<WT, T, BStage<WT, T, false>><<<grid, kThreads, 0, ctx.stream>>>(p);
+  }
   GL_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -55,6 +55,10 @@ struct RunConfig {
   DType kv_type = DType::F32;
 };
 
+// The K/V cache type the examples take when none is given: F16 under FAST (llama.cpp's default
+// cache, and the tensor-core attention path of prefill on CUDA), F32 under EXACT.
+constexpr DType default_kv_type(Precision p) { return p == Precision::FAST ? DType::F16 : DType::F32; }
+
 struct SpecStats {
   std::vector<int64_t> drafted;   // per draft position (0 = first draft): drafts made there
   std::vector<int64_t> accepted;  // per draft position: drafts accepted there (all earlier ones were too)

@@ -62,11 +62,13 @@ struct Block32 {
 
   // Elements i .. i + 15 (i = 0: the low nibbles, 16: the high ones) as elem() gives them, for the
   // MoE tensor-core tiles (matmul_id_mma.cu): the header once, the quant bytes a word at a time.
+  // Src: the block in global memory or staged in shared memory.
+  template <class Src = qio::FromGlobal>
   __device__ static void values16(const char* blk, int i, float (&v)[16]) {
-    const Head32 h = L::head(blk);
+    const Head32 h = L::template head<Src>(blk);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const uint32_t b = qio::ld32<kAlign>(blk + L::kQs + 4 * w);
+      const uint32_t b = qio::ld32<kAlign, Src>(blk + L::kQs + 4 * w);
       const uint32_t q = (i ? b >> 4 : b) & 0x0F0F0F0Fu;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {

@@ -64,6 +64,16 @@ __device__ __forceinline__ uint32_t ld32(const char* p) {
   }
 }
 
+// Bytes 2p and 2p + 1 of q (levels n < 1024) minus `offset`, exactly, as a half2's bits: each byte
+// becomes the mantissa of 1024 + n (exponent bits 0x64), then 1024 + offset is subtracted.
+template <int kOffset>
+__device__ __forceinline__ __half2 level_pair_h2(uint32_t q, int p) {
+  const uint32_t u = __byte_perm(q, 0x64646464u, p ? 0x4342u : 0x4140u);
+  return __hsub2(*reinterpret_cast<const __half2*>(&u), __float2half2_rn(1024.0f + kOffset));
+}
+
+__device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<const uint32_t*>(&h); }
+
 // An IEEE binary16 field (low 16 bits of h) as float: exact, as dtype.cpp's fp16_to_fp32.
 __device__ __forceinline__ float f16(uint32_t h) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(h & 0xffffu)));

@@ -26,7 +26,10 @@ struct IQ4_NLLayout {
   static constexpr bool kHighBits = false;
   static constexpr uint32_t kW0 = qio::level_word(kIQ4_NLValues, 0), kW1 = qio::level_word(kIQ4_NLValues, 1);
   static constexpr uint32_t kW2 = qio::level_word(kIQ4_NLValues, 2), kW3 = qio::level_word(kIQ4_NLValues, 3);
-  __device__ static Head32 head(const char* blk) { return {qio::f16(qio::ld16(blk)), 0.0f, 0u}; }
+  template <class Src = qio::FromGlobal>
+  __device__ static Head32 head(const char* blk) {
+    return {qio::f16(qio::ld16<Src>(blk)), 0.0f, 0u};
+  }
   __device__ static int t(int q) { return qio::level16<kW0, kW1, kW2, kW3>(static_cast<uint32_t>(q)); }
 };
 

@@ -36,8 +36,9 @@ struct QuantTraits<DType::IQ4_XS> {
 
   __device__ static int value(uint32_t n) { return qio::level16<kW0, kW1, kW2, kW3>(n); }
   // d * (ls - 32) of sub-block s.
+  template <class Src = qio::FromGlobal>
   __device__ static float sub_scale(const char* blk, int s) {
-    const uint32_t dh = qio::ld32<4>(blk), sl = qio::ld32<4>(blk + 4);
+    const uint32_t dh = qio::ld32<4, Src>(blk), sl = qio::ld32<4, Src>(blk + 4);
     const uint32_t ls = ((qio::byte_of(sl, s >> 1) >> (4 * (s & 1))) & 0xFu) | (((dh >> (16 + 2 * s)) & 3u) << 4);
     return __fmul_rn(qio::f16(dh), qio::to_f(static_cast<int>(ls) - 32));
   }
@@ -53,12 +54,14 @@ struct QuantTraits<DType::IQ4_XS> {
   }
   // Elements i .. i + 15 (i a multiple of 16: half a sub-block) as elem() gives them, for the MoE
   // tensor-core tiles (matmul_id_mma.cu): the sub-block's scale once, its quant bytes a word at a time.
+  // Src: the block in global memory or staged in shared memory.
+  template <class Src = qio::FromGlobal>
   __device__ static void values16(const char* blk, int i, float (&v)[16]) {
     const int s = i >> 5;
-    const float d = sub_scale(blk, s);
+    const float d = sub_scale<Src>(blk, s);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const uint32_t b = qio::ld32<4>(blk + kQs + 16 * s + 4 * w);
+      const uint32_t b = qio::ld32<4, Src>(blk + kQs + 16 * s + 4 * w);
       const uint32_t q = (i & 16 ? b >> 4 : b) & 0x0F0F0F0Fu;
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[4 * w + e] = __fmul_rn(d, qio::to_f(value(qio::byte_of(q, e))));

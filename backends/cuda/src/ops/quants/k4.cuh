@@ -48,9 +48,10 @@ struct KBlock4 {
   struct Factors {
     float d, m;  // sub-block scale d * sc and min dmin * m
   };
+  template <class Src = qio::FromGlobal>
   __device__ static Factors factors(const char* blk, int j) {
-    const uint32_t dm = qio::ld32<4>(blk);
-    const uint32_t s[3] = {qio::ld32<4>(blk + 4), qio::ld32<4>(blk + 8), qio::ld32<4>(blk + 12)};
+    const uint32_t dm = qio::ld32<4, Src>(blk);
+    const uint32_t s[3] = {qio::ld32<4, Src>(blk + 4), qio::ld32<4, Src>(blk + 8), qio::ld32<4, Src>(blk + 12)};
     int ls, lm;
     k4_scale_min(s, j, ls, lm);
     return {__fmul_rn(qio::f16(dm), qio::to_f(ls)), __fmul_rn(qio::f16(dm >> 16), qio::to_f(lm))};
@@ -70,17 +71,40 @@ struct KBlock4 {
   }
   // Elements i .. i + 15 (i a multiple of 16: half a sub-block) as elem() gives them, for the MoE
   // tensor-core tiles (matmul_id_mma.cu): the sub-block's factors once, its quant bytes (and Q5_K's
-  // fifth bits) a word at a time, instead of the header re-read for every element.
+  // fifth bits) a word at a time, instead of the header re-read for every element. Src: the block
+  // in global memory or staged in shared memory.
+  template <class Src = qio::FromGlobal>
   __device__ static void values16(const char* blk, int i, float (&v)[16]) {
     const int c = i >> 6, hi = (i >> 5) & 1, o = i & 31;
-    const Factors f = factors(blk, 2 * c + hi);
+    const Factors f = factors<Src>(blk, 2 * c + hi);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const uint32_t b = qio::ld32<4>(blk + L::kQs + 32 * c + o + 4 * w);
+      const uint32_t b = qio::ld32<4, Src>(blk + L::kQs + 32 * c + o + 4 * w);
       uint32_t q = (hi ? b >> 4 : b) & 0x0F0F0F0Fu;
-      if constexpr (L::kHighBits) q |= ((qio::ld32<4>(blk + L::kQh + o + 4 * w) >> (2 * c + hi)) & 0x01010101u) << 4;
+      if constexpr (L::kHighBits)
+        q |= ((qio::ld32<4, Src>(blk + L::kQh + o + 4 * w) >> (2 * c + hi)) & 0x01010101u) << 4;
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[4 * w + e] = __fsub_rn(__fmul_rn(f.d, qio::byte_f(q, e)), f.m);
+    }
+  }
+
+  // values16's elements for the tiles under Precision::FAST, as 8 half2 (bits), in half arithmetic:
+  // the level exact, then one fma with the sub-block's scale and min each rounded to half. Per
+  // element the error is at most about 2^-11 (|d q| + |m|) + 2^-11 |w|, against values16's one
+  // rounding of the exact value to half (2^-11 |w|).
+  template <class Src = qio::FromGlobal>
+  __device__ static void halves16(const char* blk, int i, uint32_t (&h)[8]) {
+    const int c = i >> 6, hi = (i >> 5) & 1, o = i & 31;
+    const Factors f = factors<Src>(blk, 2 * c + hi);
+    const __half2 d2 = __float2half2_rn(f.d), m2 = __float2half2_rn(-f.m);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t b = qio::ld32<4, Src>(blk + L::kQs + 32 * c + o + 4 * w);
+      uint32_t q = (hi ? b >> 4 : b) & 0x0F0F0F0Fu;
+      if constexpr (L::kHighBits)
+        q |= ((qio::ld32<4, Src>(blk + L::kQh + o + 4 * w) >> (2 * c + hi)) & 0x01010101u) << 4;
+#pragma unroll
+      for (int p = 0; p < 2; ++p) h[2 * w + p] = qio::h2_bits(__hfma2(qio::level_pair_h2<0>(q, p), d2, m2));
     }
   }
 

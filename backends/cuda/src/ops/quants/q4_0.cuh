@@ -24,7 +24,10 @@ struct Q4_0Layout {
   static_assert(kQs == offsetof(BlockQ4_0, qs) && kBytes % kAlign == 0, "layout of BlockQ4_0");
   static constexpr bool kMin = false;
   static constexpr bool kHighBits = false;
-  __device__ static Head32 head(const char* blk) { return {qio::f16(qio::ld16(blk)), 0.0f, 0u}; }
+  template <class Src = qio::FromGlobal>
+  __device__ static Head32 head(const char* blk) {
+    return {qio::f16(qio::ld16<Src>(blk)), 0.0f, 0u};
+  }
   __device__ static int t(int q) { return q - 8; }
 };
 

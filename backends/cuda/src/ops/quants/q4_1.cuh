@@ -24,8 +24,9 @@ struct Q4_1Layout {
   static_assert(kQs == offsetof(BlockQ4_1, qs) && kBytes % kAlign == 0, "layout of BlockQ4_1");
   static constexpr bool kMin = true;
   static constexpr bool kHighBits = false;
+  template <class Src = qio::FromGlobal>
   __device__ static Head32 head(const char* blk) {
-    const uint32_t dm = qio::ld32<4>(blk);
+    const uint32_t dm = qio::ld32<4, Src>(blk);
     return {qio::f16(dm), qio::f16(dm >> 16), 0u};
   }
   __device__ static int t(int q) { return q; }

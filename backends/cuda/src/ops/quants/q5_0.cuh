@@ -24,7 +24,10 @@ struct Q5_0Layout {
   static_assert(kQs == offsetof(BlockQ5_0, qs) && kBytes % kAlign == 0, "layout of BlockQ5_0");
   static constexpr bool kMin = false;
   static constexpr bool kHighBits = true;
-  __device__ static Head32 head(const char* blk) { return {qio::f16(qio::ld16(blk)), 0.0f, qio::ld32<2>(blk + 2)}; }
+  template <class Src = qio::FromGlobal>
+  __device__ static Head32 head(const char* blk) {
+    return {qio::f16(qio::ld16<Src>(blk)), 0.0f, qio::ld32<2, Src>(blk + 2)};
+  }
   __device__ static int t(int q) { return q - 16; }
 };
 

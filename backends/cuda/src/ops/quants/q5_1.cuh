@@ -24,9 +24,10 @@ struct Q5_1Layout {
   static_assert(kQs == offsetof(BlockQ5_1, qs) && kBytes % kAlign == 0, "layout of BlockQ5_1");
   static constexpr bool kMin = true;
   static constexpr bool kHighBits = true;
+  template <class Src = qio::FromGlobal>
   __device__ static Head32 head(const char* blk) {
-    const uint32_t dm = qio::ld32<4>(blk);
-    return {qio::f16(dm), qio::f16(dm >> 16), qio::ld32<4>(blk + 4)};
+    const uint32_t dm = qio::ld32<4, Src>(blk);
+    return {qio::f16(dm), qio::f16(dm >> 16), qio::ld32<4, Src>(blk + 4)};
   }
   __device__ static int t(int q) { return q; }
 };
