@@ -135,7 +135,7 @@ void add_mul_mat_f32_only(std::vector<OpCase>& out) {
     return mul_mat(in.ctx, in.input(DType::F32, {4096, 17}), in.input(DType::F32, {4096, 3}));
   }));
   // A router-like product past the GEMV's rows: CUDA's tiled F32 kernel (32 x 32 tiles, K steps of
-  // 16), with partial tiles on every side.
+  // 64, the last partial), with partial tiles on every side.
   out.push_back(mm(DType::F32, "K300_N130_M70", [](In& in) {
     return mul_mat(in.ctx, in.input(DType::F32, {300, 130}), in.input(DType::F32, {300, 70}));
   }));

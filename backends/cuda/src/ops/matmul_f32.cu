@@ -4,7 +4,7 @@
 // converters keep them so). At pp512 on the H200 (35B-A3B) cuBLAS's pedantic SGEMM took 2.1 ms
 // for the router and the GEMV, re-reading 64 KB of activations per weight row, 0.58 ms: 10% of
 // the step. Here a block computes a 32 x 32 output tile (2 x 2 per thread) with K staged through
-// shared memory in steps of 16. (64 x 64 tiles, 4 x 4 per thread: 160 us for the router on an
+// shared memory in steps of 64. (64 x 64 tiles, 4 x 4 per thread: 160 us for the router on an
 // H100, 32 blocks for 132 SMs.) Weight matrices of fewer than kF32TiledMinRows rows (the shared
 // expert's gate, N = 1) stay on the GEMV for any number of rows: one block column would walk K
 // alone (135 us against the GEMV's 13). Every output is one F32 FMA chain over k in order, as the
@@ -19,9 +19,10 @@ namespace gl::cuda::mm {
 namespace {
 
 constexpr int kTile = 32;  // activation rows and weight rows per block
-constexpr int kStep = 16;  // K per shared-memory stage
+constexpr int kStep = 64;  // K per shared-memory stage
 constexpr int kThreads = 256;
-constexpr int kPer = 2;  // outputs per thread along each side
+constexpr int kLoads = kTile * kStep / kThreads;  // x (and w) elements a thread loads per stage
+constexpr int kPer = 2;                           // outputs per thread along each side
 static_assert((kTile / kPer) * (kTile / kPer) == kThreads, "one thread per 4 x 4 outputs");
 
 struct F32Args {
@@ -39,21 +40,41 @@ __device__ __forceinline__ float load_at(const char* base, int64_t nb1, int64_t 
   return r < rows && kk < k ? *reinterpret_cast<const float*>(base + r * nb1 + kk * int64_t{sizeof(float)}) : 0.0f;
 }
 
+// A stage's elements of x and w a thread loads: element e = tid + i * kThreads is k0 + e % kStep of
+// row e / kStep (64 consecutive k of a row per 64 threads: each row's 256 bytes read together).
+struct StageRegs {
+  float x[kLoads], w[kLoads];
+  __device__ void load(const F32Args& p, int tid, int64_t n0, int64_t m0, int64_t k0) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int e = tid + i * kThreads, r = e / kStep, kk = e % kStep;
+      x[i] = load_at(p.x, p.x_nb1, p.m, p.k, m0 + r, k0 + kk);
+      w[i] = load_at(p.w, p.w_nb1, p.n, p.k, n0 + r, k0 + kk);
+    }
+  }
+};
+
+// The next stage's loads are issued before the current stage's FMAs (register double buffering):
+// with one block per SM (the router: 128 blocks), a stage's global round trip was the kernel's time
+// (105 us for [2048, 256] x 512 rows at 16 k a stage, H100). Each output is still one FMA chain
+// over k in order, whatever the staging: the same bits.
 __global__ void __launch_bounds__(kThreads) f32_tiled_kernel(F32Args p) {
-  __shared__ float xs[kStep][kTile + 4], ws[kStep][kTile + 4];
+  __shared__ float xs[kStep][kTile + 1], ws[kStep][kTile + 1];  // +1: a warp's stores hit 32 banks
   const int tid = static_cast<int>(threadIdx.x), tx = tid % (kTile / kPer), ty = tid / (kTile / kPer);
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kTile, m0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  static_assert(kTile * kStep % kThreads == 0, "whole loads per thread");
   float acc[kPer][kPer] = {};
+  StageRegs next;
+  next.load(p, tid, n0, m0, 0);
   for (int64_t k0 = 0; k0 < p.k; k0 += kStep) {
-    // 16 consecutive k of a row per 16 threads: each row's 64 bytes are read together.
-    static_assert(kTile * kStep % kThreads == 0, "whole loads per thread");
 #pragma unroll
-    for (int i = 0; i < kTile * kStep / kThreads; ++i) {
+    for (int i = 0; i < kLoads; ++i) {
       const int e = tid + i * kThreads, r = e / kStep, kk = e % kStep;
-      xs[kk][r] = load_at(p.x, p.x_nb1, p.m, p.k, m0 + r, k0 + kk);
-      ws[kk][r] = load_at(p.w, p.w_nb1, p.n, p.k, n0 + r, k0 + kk);
+      xs[kk][r] = next.x[i];
+      ws[kk][r] = next.w[i];
     }
     __syncthreads();
+    if (k0 + kStep < p.k) next.load(p, tid, n0, m0, k0 + kStep);
 #pragma unroll
     for (int kk = 0; kk < kStep; ++kk) {
       float a[kPer], b[kPer];

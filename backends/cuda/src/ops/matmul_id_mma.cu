@@ -262,8 +262,18 @@ struct Q8_0Stage {
   __device__ static void decode(const MmaArgs& p, Smem<__half>& s, const uint16_t*, int64_t) {
     const int r = static_cast<int>(threadIdx.x) / 2, h = static_cast<int>(threadIdx.x) % 2;
     const uint16_t* blk = s.in.raw + r * kRawLd;
-    const float d = __half2float(__ushort_as_half(blk[0]));
     const int at = r * kLd + 16 * h;
+    if (!p.split_w) {  // in half arithmetic: q exact (the bytes made unsigned), d * q rounded once (the same bits)
+      const __half2 d2 = __half2half2(__ushort_as_half(blk[0]));
+      uint32_t v[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        v[j] = qio::h2_bits(__hmul2(qio::level_pair_h2<128>(blk[1 + 8 * h + j] ^ 0x8080u, 0), d2));
+      store16(s.in.b + at, make_uint4(v[0], v[1], v[2], v[3]));
+      store16(s.in.b + at + 8, make_uint4(v[4], v[5], v[6], v[7]));
+      return;
+    }
+    const float d = __half2float(__ushort_as_half(blk[0]));
 #pragma unroll
     for (int g = 0; g < 2; ++g) {
       float v[8];
