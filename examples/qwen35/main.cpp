@@ -91,14 +91,19 @@ void add_options(CLI::App& app, Args& a) {
       "MTP speed for K = 1..N (tok/s, acceptance, greedy parity): bench -m model.gguf --spec 1,2,3,4");
 }
 
+// The K/V cache type a run takes: --kv-type, or auto's choice for the run's precision.
+gl::DType kv_type_of(const gl::qwen35::Model& m, const Args& a) {
+  return a.kv_type.value_or(gl::qwen35::default_kv_type(a.precision.value_or(m.default_precision())));
+}
+
 int dump_graph(const gl::qwen35::Model& m, gl::Backend& be, const Args& a, int k) {
-  gl::qwen35::Cache cache(m, std::min(a.ctx, 256), be);
+  gl::qwen35::Cache cache(m, std::min(a.ctx, 256), be, kv_type_of(m, a));
   const int n_kv = cache.n_ctx();
   gl::DumpOptions opt;
   opt.show_offsets = false;
   if (a.dump_graph == "mtp") {
     gl::qwen35::Handoff io(m, be, 1);
-    gl::qwen35::MtpCache mc(m, n_kv, be);
+    gl::qwen35::MtpCache mc(m, n_kv, be, kv_type_of(m, a));
     gl::dump_text(gl::qwen35::build_mtp_step(m, mc, io, {.n_rows = 1, .n_kv = n_kv}).graph, std::cout, opt);
     return 0;
   }
@@ -186,7 +191,7 @@ int run(const Args& a) {
                "qwen35: quantized weights: --precision fast (int8 activation blocks, as llama.cpp; "
                "--precision exact for float math){}\n",
                a.kv_type ? "" : " and an f16 KV cache (--kv-type f32 keeps K and V exact)");
-  cfg.kv_type = a.kv_type.value_or(gl::qwen35::default_kv_type(cfg.precision));
+  cfg.kv_type = kv_type_of(m, a);
   cfg.mtp_p_min = a.mtp_p_min;
   auto session = gl::qwen35::Session::create(m, be, cfg);
   if (!session) return fmt::print(stderr, "qwen35: {}\n", session.error()), 1;

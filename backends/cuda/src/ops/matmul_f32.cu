@@ -23,7 +23,7 @@ constexpr int kStep = 64;  // K per shared-memory stage
 constexpr int kThreads = 256;
 constexpr int kLoads = kTile * kStep / kThreads;  // x (and w) elements a thread loads per stage
 constexpr int kPer = 2;                           // outputs per thread along each side
-static_assert((kTile / kPer) * (kTile / kPer) == kThreads, "one thread per 4 x 4 outputs");
+static_assert((kTile / kPer) * (kTile / kPer) == kThreads, "one thread per 2 x 2 outputs");
 
 struct F32Args {
   const char* w;  // [K, N], rows nb1 bytes apart
