@@ -103,6 +103,13 @@ void add_flash_attn(std::vector<OpCase>& out) {
   c("f16_D64_H2_kv2_T70_N300_causal", {64, 64, 2, 2, 70, 300}, DType::F16, false, true, false);
   c("f16_D128_H6_kv2_T33_N97_causal_mask", {128, 128, 6, 2, 33, 97}, DType::F16, true, true, true);
   c("f16_D64_H2_kv1_T12_N5_causal_empty_rows", {64, 64, 2, 1, 12, 5}, DType::F16, false, true, false);
+  // Decode and verify rows over an F16 cache in several key splits (CUDA: 256 keys a split on the
+  // tensor cores, then the merge): the 35B-A3B's head size and GQA group 8, the 9B's group 4, and
+  // a span with no mask.
+  c("f16_D256_H16_kv2_T1_N600_cache_mask", {256, 256, 16, 2, 1, 600}, DType::F16, true, false, true);
+  c("f16_D256_H16_kv2_T4_N1100_cache_stair_mask", {256, 256, 16, 2, 4, 1100}, DType::F16, true, false, true, true);
+  c("f16_D256_H16_kv4_T1_N520", {256, 256, 16, 4, 1, 520}, DType::F16, false, false, true);
+  c("f16_D64_H4_kv2_T3_N2500_cache", {64, 64, 4, 2, 3, 2500}, DType::F16, false, false, true);
   // Prefill rows with values wider than Vulkan's tiled kernel holds (flash_attn.comp there).
   c("f32_D64_Dv288_H2_kv1_T12_N20_causal_mask", {64, 288, 2, 1, 12, 20}, DType::F32, true, true, false);
 }

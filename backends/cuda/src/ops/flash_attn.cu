@@ -6,9 +6,10 @@
 // turns the scores into probabilities against the running max, then each thread accumulates one
 // output element over the tile's V rows. Decode and verify rows (T <= 8) give every split of
 // kSplitTiles tiles its own block and merge the splits' states in a second kernel (its warps take
-// the splits in turn, then add their sums in warp order); prefill rows over an F16 cache go to the
-// tensor cores (flash_attn_mma.cu), others to flash_attn_rows.cu (32 rows of a kv head per
-// block), or where both decline walk every tile in one block. Tiles and
+// the splits in turn, then add their sums in warp order); over an F16 cache the splits are
+// kMmaSplitKeys keys on the tensor cores (flash_attn_mma.cu) and the same merge follows. Prefill
+// rows over an F16 cache go to the tensor cores, others to flash_attn_rows.cu (32 rows of a kv
+// head per block), or where both decline walk every tile in one block. Tiles and
 // splits start at fixed multiples from key 0, and a key that is masked (or a tile
 // with no unmasked key) changes nothing, so a row's arithmetic depends only on its own keys: a
 // verify row equals the decode row bit for bit (batch invariance) whatever the span.
@@ -304,16 +305,30 @@ int64_t n_split_of(const Tensor& q, const Tensor& k) {
   return q.ne[2] <= kSplitMaxRows ? mm::ceil_div<int64_t>(k.ne[2], kTile * kSplitTiles) : 1;
 }
 
+// The splits' states in a.part into the output rows.
+void launch_merge(const Ctx& ctx, const AttnArgs& a) {
+  merge_kernel<<<dim3(static_cast<unsigned>(a.q.ne[1]), static_cast<unsigned>(a.q.ne[2]),
+                      static_cast<unsigned>(mm::ceil_div<int64_t>(a.v.ne[0], 32))),
+                 kThreads, 0, ctx.stream>>>(a);
+}
+
 template <int EPL, int G, int kKv>
 void launch(const Ctx& ctx, const AttnArgs& a) {
   const int64_t h = a.q.ne[1], t = a.q.ne[2];
   GL_ASSERT(a.n_split == 1 || a.part != nullptr, "cuda flash_attn: split path without its planned workspace");
   const dim3 grid(static_cast<unsigned>(a.n_split), static_cast<unsigned>(h / G), static_cast<unsigned>(t));
   attn_kernel<EPL, G, kKv><<<grid, kThreads, 0, ctx.stream>>>(a);
-  if (a.n_split > 1)
-    merge_kernel<<<dim3(static_cast<unsigned>(h), static_cast<unsigned>(t),
-                        static_cast<unsigned>(mm::ceil_div<int64_t>(a.v.ne[0], 32))),
-                   kThreads, 0, ctx.stream>>>(a);
+  if (a.n_split > 1) launch_merge(ctx, a);
+}
+
+// Decode and verify rows over an F16 cache on the tensor cores, in splits of kMmaSplitKeys keys
+// (fewer than n_split_of's, so the planned workspace holds them). False: nothing launched.
+bool split_mma(const Ctx& ctx, Tensor& dst, AttnArgs a) {
+  if (!flash_attn_mma_fits(dst)) return false;
+  a.n_split = mm::ceil_div<int64_t>(a.k.ne[2], kMmaSplitKeys);
+  if (!flash_attn_mma(ctx, dst, a.n_split, a.part)) return false;
+  if (a.n_split > 1) launch_merge(ctx, a);
+  return true;
 }
 
 template <int EPL, int kKv>
@@ -357,6 +372,7 @@ void flash_attn(const Ctx& ctx, Tensor& dst) {
              q.ne[1] / k.ne[1],
              n_split_of(q, k),
              static_cast<float*>(dst.workspace)};
+  if (split_mma(ctx, dst, a)) return;
   const KvRead rows = kv_read(k, v);
   if (q.ne[0] <= 32) return launch_group<1, kAnyType>(ctx, a);
   if (q.ne[0] <= 64) return launch_group<2, kAnyType>(ctx, a);

@@ -18,6 +18,11 @@
 // A row's arithmetic depends only on its own keys: rows beside it do not change its bits. Keys
 // past a row's span (causal end, or the -inf tail of its mask row) are skipped; they would add
 // exact zeros.
+// Decode and verify rows (flash_attn.cu) cut the span into splits of kMmaSplitKeys keys from key 0,
+// a block each (grid z), and leave each split's max, sum and outputs to flash_attn.cu's merge: at a
+// 32k span the 35B-A3B's two kv heads make 256 blocks instead of 2. A split's tiles start at its
+// first key, so a row's splits and tiles, and with them its bits, do not depend on the span's
+// length past the row's last key (a verify row equals its decode row).
 #include <cmath>
 
 #include "cuda_utils.cuh"
@@ -36,13 +41,16 @@ constexpr int kRows = 64;          // query rows per block: 16 per warp, two war
 constexpr int kKeys = 64;          // keys per tile
 constexpr int kWarpKeys = 32;      // keys of a tile per warp
 constexpr int kMaxTokens = kRows;  // tokens of a block's rows (GQA group 1)
+static_assert(kMmaSplitKeys % kKeys == 0, "a split is whole tiles");
 
 struct MmaArgs {
   TensorArg q, k, v, mask, out;
   bool has_mask, causal, mask_vec;  // mask_vec: mask rows on 16-byte boundaries
   float scale;
-  int group;       // query heads per kv head
-  int64_t n_rows;  // T * group query rows per kv head
+  int group;        // query heads per kv head
+  int64_t n_rows;   // T * group query rows per kv head
+  int64_t n_split;  // blocks per row over the span (grid z), kMmaSplitKeys keys each; 1: the whole span
+  float* part;      // n_split > 1: per (t, h, split) the max, the sum, then D outputs (flash_attn.cu's merge)
 };
 
 // Shared memory of head size D, in halves then floats: Q hi and lo [kRows][kStride], K and V two
@@ -64,33 +72,52 @@ __device__ __forceinline__ int64_t causal_end(const MmaArgs& a, int64_t t) {
   return a.causal ? max(int64_t{0}, min(n_kv, t + n_kv - n_q + 1)) : n_kv;
 }
 
-// Where token t's span ends: its causal end, less the mask row's -inf tail (a warp walks it back
-// 32 keys at a time).
-__device__ int64_t span_end(const MmaArgs& a, int64_t t, int lane) {
-  int64_t e = causal_end(a, t);
-  if (!a.has_mask) return e;
+// Where token t's span ends within keys [lo, hi): its causal end (at most hi), less the mask row's
+// -inf tail (a warp walks it back 32 keys at a time, down to lo; lo when no key there is live).
+// A long span: the tail is a decode bucket's at most.
+__device__ int64_t span_end(const MmaArgs& a, int64_t t, int lane, int64_t lo, int64_t hi) {
+  int64_t e = min(causal_end(a, t), hi);
+  if (!a.has_mask) return max(e, lo);
   const char* row = a.mask.data + t * a.mask.nb[1];
-  while (e > 0) {
+  while (e > lo) {
     const int64_t key = e - 1 - lane;
-    const bool live = key >= 0 && *reinterpret_cast<const float*>(row + key * 4) != -INFINITY;
+    const bool live = key >= lo && *reinterpret_cast<const float*>(row + key * 4) != -INFINITY;
     const unsigned hit = __ballot_sync(kFullMask, live);
     if (hit != 0) return e - __ffs(hit) + 1;  // the lowest lane holds the highest live key
     e -= 32;
   }
-  return 0;
+  return lo;
 }
 
-// The block's query rows as hi and lo halves; zeros past the last row.
+// The same for tokens t0 .. t0 + nt - 1 of a range of at most kThreads keys (a split, a short span)
+// into ends[]: a thread a key, every key looked at once (a decode step's bucket has up to 255
+// masked keys past its row, eight dependent steps of the walk).
+__device__ void span_ends_at_once(const MmaArgs& a, int64_t t0, int nt, int64_t lo, int64_t hi, int64_t* ends) {
+  for (int i = threadIdx.x; i < nt; i += kThreads) ends[i] = lo;
+  __syncthreads();
+  const int64_t key = lo + threadIdx.x;
+  if (key >= hi) return;
+  for (int i = 0; i < nt; ++i) {
+    const int64_t t = t0 + i;
+    const bool live =
+        key < causal_end(a, t) &&
+        (!a.has_mask || *reinterpret_cast<const float*>(a.mask.data + t * a.mask.nb[1] + key * 4) != -INFINITY);
+    if (live) atomicMax(reinterpret_cast<unsigned long long*>(ends + i), static_cast<unsigned long long>(key + 1));
+  }
+}
+
+// The block's query rows as hi and lo halves. Rows past the last are left as they are: they score
+// only their own rows of S, which softmax_tile masks (their span is empty), so a decode block of 8
+// rows reads 8 rows, not 64.
 template <int D>
 __device__ void load_q(const MmaArgs& a, int64_t kv, int64_t r0, __half* qh, __half* ql) {
   constexpr int kStride = Layout<D>::kStride;
-  for (int idx = threadIdx.x; idx < kRows * D; idx += kThreads) {
+  const int n = static_cast<int>(min(int64_t{kRows}, a.n_rows - r0)) * D;
+  for (int idx = threadIdx.x; idx < n; idx += kThreads) {
     const int r = idx / D, i = idx % D;
     const int64_t row = r0 + r;
-    const float x = row < a.n_rows
-                        ? load_plain(a.q.type, a.q.data + i * a.q.nb[0] + (kv * a.group + row % a.group) * a.q.nb[1] +
-                                                   (row / a.group) * a.q.nb[2])
-                        : 0.0f;
+    const float x = load_plain(
+        a.q.type, a.q.data + i * a.q.nb[0] + (kv * a.group + row % a.group) * a.q.nb[1] + (row / a.group) * a.q.nb[2]);
     const __half hi = __float2half_rn(x);
     qh[r * kStride + i] = hi;
     ql[r * kStride + i] = __float2half_rn(x - __half2float(hi));
@@ -272,6 +299,7 @@ __device__ void merge_halves(int half, const int (&lr)[2], float* xo, float* xm,
     const float c0 = st.m[r] == -INFINITY ? 0.0f : expf(st.m[r] - m);
     const float c1 = m1 == -INFINITY ? 0.0f : expf(m1 - m);
     st.l[r] = st.l[r] * c0 + xl[lr[r]] * c1;
+    st.m[r] = m;  // a split's state goes on to flash_attn.cu's merge with its max
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
       const float2 o1 = *reinterpret_cast<const float2*>(xo + lr[r] * kStride + 8 * n + 2 * t);
@@ -298,7 +326,24 @@ __device__ void store_rows(const MmaArgs& a, int64_t kv, const int64_t (&row)[2]
   }
 }
 
-// grid (ceil(n_rows / kRows), Hkv), kThreads threads.
+// A split's state of rows g and g + 8, unnormalised, where flash_attn.cu's merge reads it.
+template <int D>
+__device__ void store_partial(const MmaArgs& a, int64_t kv, int64_t split, const int64_t (&row)[2],
+                              const RowState<D>& st) {
+  const int t = threadIdx.x % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (row[r] >= a.n_rows) continue;
+    const int64_t h = kv * a.group + row[r] % a.group, tok = row[r] / a.group;
+    float* p = a.part + ((tok * a.q.ne[1] + h) * a.n_split + split) * (D + 2);
+    if (t == 0) p[0] = st.m[r], p[1] = st.l[r];
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+      *reinterpret_cast<float2*>(p + 2 + 8 * n + 2 * t) = make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
+  }
+}
+
+// grid (ceil(n_rows / kRows), Hkv, n_split), kThreads threads.
 template <int D, bool kSplit>
 __global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
   using L = Layout<D>;
@@ -314,13 +359,27 @@ __global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
   const int64_t kv = blockIdx.y, r0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int64_t t0 = r0 / a.group;
   const int nt = static_cast<int>((min(r0 + kRows, a.n_rows) - 1) / a.group - t0 + 1);
-  for (int i = warp; i < nt; i += kWarps) {
-    const int64_t e = span_end(a, t0 + i, lane);
-    if (lane == 0) tok_end[i] = e;
+  const int64_t n_kv = a.k.ne[2];
+  const int64_t lo = a.n_split > 1 ? blockIdx.z * kMmaSplitKeys : 0;  // this block's keys [lo, hi)
+  const int64_t hi = a.n_split > 1 ? min(n_kv, lo + kMmaSplitKeys) : n_kv;
+  // The first tile is in flight while the spans and Q are read (a span that ends before it only
+  // leaves the loads unread).
+  if (lo < hi) {
+    issue_kv<D>(a, kv, lo, kbuf, vbuf);
+    if (a.has_mask) issue_mask(a, t0, nt, lo, ms);
+    cp_async_commit();
+  }
+  if (hi - lo <= kThreads) {
+    span_ends_at_once(a, t0, nt, lo, hi, tok_end);
+  } else {
+    for (int i = warp; i < nt; i += kWarps) {
+      const int64_t e = span_end(a, t0 + i, lane, lo, hi);
+      if (lane == 0) tok_end[i] = e;
+    }
   }
   load_q<D>(a, kv, r0, qh, ql);
   __syncthreads();
-  int64_t block_end = 0;
+  int64_t block_end = lo;
   for (int i = 0; i < nt; ++i) block_end = max(block_end, tok_end[i]);
   // This thread's rows g and g + 8 of its warp's 16.
   const int g = lane / 4;
@@ -340,12 +399,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
   const __half* qw_l = ql + quarter * 16 * L::kStride;
   const int kv_off = half * kWarpKeys * L::kStride;  // this warp's first K / V row of a tile
   RowState<D> st;
-  if (block_end > 0) {
-    issue_kv<D>(a, kv, 0, kbuf, vbuf);
-    if (a.has_mask) issue_mask(a, t0, nt, 0, ms);
-    cp_async_commit();
-  }
-  for (int64_t j0 = 0, i = 0; j0 < block_end; j0 += kKeys, ++i) {
+  for (int64_t j0 = lo, i = 0; j0 < block_end; j0 += kKeys, ++i) {
     cp_async_wait_all();
     __syncthreads();  // tile i (and its mask) in place; tile i - 1's buffers free
     const int b = static_cast<int>(i % 2);
@@ -367,10 +421,16 @@ __global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
     }
     if (live) accumulate_pv<D, kSplit>(s, vbuf + b * L::kKv + kv_off, st);
   }
-  __syncthreads();  // the last tile is consumed: its buffers take the merge
+  cp_async_wait_all();  // the first tile's copies, when no tile was walked
+  __syncthreads();      // the last tile is consumed: its buffers take the merge
   float* xo = reinterpret_cast<float*>(kbuf);
   merge_halves<D>(half, lr, xo, xo + kRows * L::kStride, xo + kRows * L::kStride + kRows, st);
-  if (half == 0) store_rows<D>(a, kv, row, st);
+  if (half != 0) return;
+  if (a.n_split > 1) {
+    store_partial<D>(a, kv, blockIdx.z, row, st);
+  } else {
+    store_rows<D>(a, kv, row, st);
+  }
 }
 
 // Dense F16 rows on 16-byte boundaries.
@@ -385,7 +445,8 @@ bool launch(const Ctx& ctx, const MmaArgs& a) {
   GL_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device));
   if (kBytes > optin) return false;
   GL_CUDA_CHECK(cudaFuncSetAttribute(attn_mma_kernel<D, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
-  const dim3 grid(static_cast<unsigned>(mm::ceil_div<int64_t>(a.n_rows, kRows)), static_cast<unsigned>(a.k.ne[1]));
+  const dim3 grid(static_cast<unsigned>(mm::ceil_div<int64_t>(a.n_rows, kRows)), static_cast<unsigned>(a.k.ne[1]),
+                  static_cast<unsigned>(a.n_split));
   attn_mma_kernel<D, kSplit><<<grid, kThreads, kBytes, ctx.stream>>>(a);
   GL_CUDA_CHECK(cudaGetLastError());
   return true;
@@ -409,7 +470,9 @@ bool flash_attn_mma_fits(const Tensor& dst) {
          mm::ceil_div<int64_t>(q.ne[2] * (q.ne[1] / k.ne[1]), kRows) <= INT32_MAX;
 }
 
-bool flash_attn_mma(const Ctx& ctx, Tensor& dst) {
+bool flash_attn_mma(const Ctx& ctx, Tensor& dst, int64_t n_split, float* part) {
+  GL_ASSERT(n_split >= 1 && n_split <= 65535 && (n_split == 1 || part != nullptr),
+            "cuda flash_attn: key splits without their workspace");
   const Tensor &q = *dst.src[0], &k = *dst.src[1], &v = *dst.src[2];
   const Tensor* mask = dst.src[3];
   const SoftmaxParams p = dst.p<SoftmaxParams>();
@@ -423,6 +486,8 @@ bool flash_attn_mma(const Ctx& ctx, Tensor& dst) {
   a.scale = p.scale;
   a.group = group;
   a.n_rows = q.ne[2] * group;
+  a.n_split = n_split;
+  a.part = part;
   switch (q.ne[0]) {
     case 64: return launch_precision<64>(ctx, a);
     case 128: return launch_precision<128>(ctx, a);
