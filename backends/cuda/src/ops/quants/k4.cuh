@@ -69,20 +69,26 @@ struct KBlock4 {
   __device__ static __half2 pair_f16(const char* blk, int p) {
     return __floats2half2_rn(elem(blk, 2 * p), elem(blk, 2 * p + 1));
   }
+  // Levels i + 4w .. i + 4w + 3 (i a multiple of 16), a byte each: the quant nibbles and Q5_K's
+  // fifth bits, read a word at a time (values16, halves16).
+  template <class Src>
+  __device__ static uint32_t levels4(const char* blk, int i, int w) {
+    const int c = i >> 6, hi = (i >> 5) & 1, o = i & 31;
+    const uint32_t b = qio::ld32<4, Src>(blk + L::kQs + 32 * c + o + 4 * w);
+    uint32_t q = (hi ? b >> 4 : b) & 0x0F0F0F0Fu;
+    if constexpr (L::kHighBits) q |= ((qio::ld32<4, Src>(blk + L::kQh + o + 4 * w) >> (2 * c + hi)) & 0x01010101u) << 4;
+    return q;
+  }
   // Elements i .. i + 15 (i a multiple of 16: half a sub-block) as elem() gives them, for the MoE
   // tensor-core tiles (matmul_id_mma.cu): the sub-block's factors once, its quant bytes (and Q5_K's
   // fifth bits) a word at a time, instead of the header re-read for every element. Src: the block
   // in global memory or staged in shared memory.
   template <class Src = qio::FromGlobal>
   __device__ static void values16(const char* blk, int i, float (&v)[16]) {
-    const int c = i >> 6, hi = (i >> 5) & 1, o = i & 31;
-    const Factors f = factors<Src>(blk, 2 * c + hi);
+    const Factors f = factors<Src>(blk, 2 * (i >> 6) + ((i >> 5) & 1));
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const uint32_t b = qio::ld32<4, Src>(blk + L::kQs + 32 * c + o + 4 * w);
-      uint32_t q = (hi ? b >> 4 : b) & 0x0F0F0F0Fu;
-      if constexpr (L::kHighBits)
-        q |= ((qio::ld32<4, Src>(blk + L::kQh + o + 4 * w) >> (2 * c + hi)) & 0x01010101u) << 4;
+      const uint32_t q = levels4<Src>(blk, i, w);
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[4 * w + e] = __fsub_rn(__fmul_rn(f.d, qio::byte_f(q, e)), f.m);
     }
@@ -94,15 +100,11 @@ struct KBlock4 {
   // rounding of the exact value to half (2^-11 |w|).
   template <class Src = qio::FromGlobal>
   __device__ static void halves16(const char* blk, int i, uint32_t (&h)[8]) {
-    const int c = i >> 6, hi = (i >> 5) & 1, o = i & 31;
-    const Factors f = factors<Src>(blk, 2 * c + hi);
+    const Factors f = factors<Src>(blk, 2 * (i >> 6) + ((i >> 5) & 1));
     const __half2 d2 = __float2half2_rn(f.d), m2 = __float2half2_rn(-f.m);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const uint32_t b = qio::ld32<4, Src>(blk + L::kQs + 32 * c + o + 4 * w);
-      uint32_t q = (hi ? b >> 4 : b) & 0x0F0F0F0Fu;
-      if constexpr (L::kHighBits)
-        q |= ((qio::ld32<4, Src>(blk + L::kQh + o + 4 * w) >> (2 * c + hi)) & 0x01010101u) << 4;
+      const uint32_t q = levels4<Src>(blk, i, w);
 #pragma unroll
       for (int p = 0; p < 2; ++p) h[2 * w + p] = qio::h2_bits(__hfma2(qio::level_pair_h2<0>(q, p), d2, m2));
     }

@@ -50,19 +50,25 @@ struct QuantTraits<DType::Q6_K> {
   __device__ static __half2 pair_f16(const char* blk, int p) {
     return __floats2half2_rn(elem(blk, 2 * p), elem(blk, 2 * p + 1));
   }
+  // Levels i + 4w .. i + 4w + 3 (i a multiple of 16), a byte each, from the ql and qh bytes read a
+  // word at a time (values16, halves16).
+  template <class Src>
+  __device__ static uint32_t levels4(const char* blk, int i, int w) {
+    const int h = i >> 7, k = (i >> 5) & 3, l = i & 31;
+    const uint32_t lo = qio::ld32<2, Src>(blk + kQl + 64 * h + 32 * (k & 1) + l + 4 * w);
+    const uint32_t hb = qio::ld32<2, Src>(blk + kQh + 32 * h + l + 4 * w);
+    return ((k < 2 ? lo : lo >> 4) & 0x0F0F0F0Fu) | (((hb >> (2 * k)) & 0x03030303u) << 4);
+  }
   // Elements i .. i + 15 (i a multiple of 16: one scale) as elem() gives them, for the MoE
   // tensor-core tiles (matmul_id_mma.cu): d and the scale once, the ql and qh bytes a word at a time.
   // Src: the block in global memory or staged in shared memory.
   template <class Src = qio::FromGlobal>
   __device__ static void values16(const char* blk, int i, float (&v)[16]) {
-    const int h = i >> 7, k = (i >> 5) & 3, l = i & 31;
     const float d = qio::f16(qio::ld16<Src>(blk + kD));
     const float ds = __fmul_rn(d, qio::to_f(static_cast<int8_t>(qio::ld8<Src>(blk + kScales + i / 16))));
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const uint32_t lo = qio::ld32<2, Src>(blk + kQl + 64 * h + 32 * (k & 1) + l + 4 * w);
-      const uint32_t hb = qio::ld32<2, Src>(blk + kQh + 32 * h + l + 4 * w);
-      const uint32_t q = ((k < 2 ? lo : lo >> 4) & 0x0F0F0F0Fu) | (((hb >> (2 * k)) & 0x03030303u) << 4);
+      const uint32_t q = levels4<Src>(blk, i, w);
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[4 * w + e] = __fmul_rn(ds, qio::byte_f(q, e) - 32.0f);
     }
@@ -72,15 +78,12 @@ struct QuantTraits<DType::Q6_K> {
   // exact in half, times d * scale rounded to half (error at most about 2 * 2^-11 |w|).
   template <class Src = qio::FromGlobal>
   __device__ static void halves16(const char* blk, int i, uint32_t (&h)[8]) {
-    const int hh = i >> 7, k = (i >> 5) & 3, l = i & 31;
     const float d = qio::f16(qio::ld16<Src>(blk + kD));
     const __half2 ds =
         __float2half2_rn(__fmul_rn(d, qio::to_f(static_cast<int8_t>(qio::ld8<Src>(blk + kScales + i / 16)))));
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const uint32_t lo = qio::ld32<2, Src>(blk + kQl + 64 * hh + 32 * (k & 1) + l + 4 * w);
-      const uint32_t hb = qio::ld32<2, Src>(blk + kQh + 32 * hh + l + 4 * w);
-      const uint32_t q = ((k < 2 ? lo : lo >> 4) & 0x0F0F0F0Fu) | (((hb >> (2 * k)) & 0x03030303u) << 4);
+      const uint32_t q = levels4<Src>(blk, i, w);
 #pragma unroll
       for (int p = 0; p < 2; ++p) h[2 * w + p] = qio::h2_bits(__hmul2(qio::level_pair_h2<32>(q, p), ds));
     }
