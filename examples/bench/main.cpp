@@ -101,7 +101,8 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("-r,--repetitions", p.reps, "timed repetitions per row")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  app.add_option("--warmup", p.warmup, "untimed repetitions before each row")
+  app.add_option("--warmup", p.warmup,
+                 "untimed repetitions before each row (pp rows: also the ones that capture a CUDA graph)")
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
   app.add_option("-c,--ctx", p.n_ctx, "context size (default: enough for the rows)")->check(CLI::PositiveNumber);

@@ -207,6 +207,28 @@ TEST(CudaGraphs, ReplaysMatchEagerLaunchesAndFollowNewPointers) {
   }
 }
 
+// While paused (bench's untimed context fill), a CUDA backend runs a repeated step eagerly and
+// leaves its graphs alone: the graph captured before the pause is replayed after it.
+TEST(CudaGraphs, PausedCaptureRunsEagerlyAndKeepsTheGraphs) {
+  GL_REQUIRE_GPU();
+  if (diag_env(Diag::CUDA_GRAPHS_OFF)) GTEST_SKIP() << "GL_CUDA_GRAPHS=0";
+  auto gpu = cuda::make_backend({.graphs = true});
+  Weights w(*gpu, 30);
+  GraphRun run(w.norm, w.mat);
+  Executor ex({gpu.get()});
+  const std::vector<float> xs = random_floats(512, 300);
+  const std::vector<float> first = run.run(ex, xs);  // eager
+  EXPECT_EQ(run.run(ex, xs), first);                 // captured
+  cuda::pause_graph_capture(*gpu, true);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(run.run(ex, xs), first) << "paused, run " << r;
+  EXPECT_EQ(cuda::graph_stats(*gpu).captures, 1);
+  EXPECT_EQ(cuda::graph_stats(*gpu).replays, 0);
+  cuda::pause_graph_capture(*gpu, false);
+  EXPECT_EQ(run.run(ex, xs), first);
+  EXPECT_EQ(cuda::graph_stats(*gpu).captures, 1);
+  EXPECT_EQ(cuda::graph_stats(*gpu).replays, 1);
+}
+
 using Restricted = test::RestrictedBackend;
 
 constexpr int64_t kCols = 96, kRows = 6, kCacheRows = 10;

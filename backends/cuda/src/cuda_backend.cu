@@ -306,6 +306,7 @@ class CudaBackend final : public Backend {
   Precision precision() const override { return ctx_.precision; }
 
   const GraphCache& graphs() const { return graphs_; }
+  GraphCache& graphs() { return graphs_; }
   const Pool& pool() const { return *pool_; }
 
  private:
@@ -466,6 +467,10 @@ GraphStats graph_stats(const Backend& backend) {
   const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
   if (!cuda) return {};
   return {cuda->graphs().n_captures(), cuda->graphs().n_replays()};
+}
+
+void pause_graph_capture(Backend& backend, bool paused) {
+  if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) cuda->graphs().pause(paused);
 }
 
 PoolStats pool_stats(const Backend& backend) {

@@ -50,7 +50,7 @@ GraphCache::~GraphCache() {
 
 Status GraphCache::run(std::span<Tensor* const> nodes, cudaStream_t stream, uint64_t setting,
                        const std::function<Status()>& launch_all) {
-  if (!enabled_) return launch_all();
+  if (!enabled_ || paused_) return launch_all();
   signature(nodes, sig_);
   if (sig_.empty()) return {};
   sig_.push_back(setting);

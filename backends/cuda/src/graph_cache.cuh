@@ -44,6 +44,9 @@ class GraphCache {
 
   int64_t n_replays() const { return n_replays_; }
   int64_t n_captures() const { return n_captures_; }
+  // Paused: run() launches eagerly and leaves the cache as it is (nothing captured, replayed,
+  // seen or evicted), for one-off work between repetitions of a timed step (bench's context fill).
+  void pause(bool paused) { paused_ = paused; }
 
  private:
   struct Entry {
@@ -55,6 +58,7 @@ class GraphCache {
   void evict_oldest(cudaStream_t stream);
 
   bool enabled_;
+  bool paused_ = false;
   size_t capacity_;
   std::vector<uint64_t> sig_;  // the signature of the node list being run
   std::unordered_multimap<uint64_t, Entry> graphs_;

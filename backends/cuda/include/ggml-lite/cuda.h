@@ -47,6 +47,10 @@ struct GraphStats {
 };
 // CUDA graphs captured and replayed by a CUDA backend so far ({} for any other backend).
 GraphStats graph_stats(const Backend& backend);
+// While paused, a CUDA backend launches every split eagerly and leaves its graphs as they are:
+// one-off work (a benchmark's context fill, a shape seen once a repetition) then neither captures
+// nor evicts the graphs of the steps around it. No-op for any other backend.
+void pause_graph_capture(Backend& backend, bool paused);
 
 struct PoolStats {
   int64_t mallocs = 0;      // cudaMalloc calls of the backend's buffer pool so far
