@@ -106,6 +106,17 @@ __device__ void span_ends_at_once(const MmaArgs& a, int64_t t0, int nt, int64_t 
   }
 }
 
+// Each token's span end within [lo, hi) into ends[]: a range of at most kThreads keys at once, a
+// longer one a warp a token.
+__device__ void span_ends(const MmaArgs& a, int64_t t0, int nt, int64_t lo, int64_t hi, int64_t* ends) {
+  if (hi - lo <= kThreads) return span_ends_at_once(a, t0, nt, lo, hi, ends);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int i = warp; i < nt; i += kWarps) {
+    const int64_t e = span_end(a, t0 + i, lane, lo, hi);
+    if (lane == 0) ends[i] = e;
+  }
+}
+
 // The block's query rows as hi and lo halves. Rows past the last are left as they are: they score
 // only their own rows of S, which softmax_tile masks (their span is empty), so a decode block of 8
 // rows reads 8 rows, not 64.
@@ -369,14 +380,7 @@ __global__ void __launch_bounds__(kThreads, 1) attn_mma_kernel(MmaArgs a) {
     if (a.has_mask) issue_mask(a, t0, nt, lo, ms);
     cp_async_commit();
   }
-  if (hi - lo <= kThreads) {
-    span_ends_at_once(a, t0, nt, lo, hi, tok_end);
-  } else {
-    for (int i = warp; i < nt; i += kWarps) {
-      const int64_t e = span_end(a, t0 + i, lane, lo, hi);
-      if (lane == 0) tok_end[i] = e;
-    }
-  }
+  span_ends(a, t0, nt, lo, hi, tok_end);
   load_q<D>(a, kv, r0, qh, ql);
   __syncthreads();
   int64_t block_end = lo;
