@@ -14,6 +14,7 @@
 // with no unmasked key) changes nothing, so a row's arithmetic depends only on its own keys: a
 // verify row equals the decode row bit for bit (batch invariance) whatever the span.
 // Precision: float dot products, exponentials and sums, like the unfused graph.
+#include <algorithm>
 #include <cmath>
 
 #include "cuda_utils.cuh"
@@ -322,11 +323,13 @@ void launch(const Ctx& ctx, const AttnArgs& a) {
 }
 
 // Decode and verify rows over an F16 cache on the tensor cores, in splits of kMmaSplitKeys keys
-// (fewer than n_split_of's, so the planned workspace holds them). False: nothing launched.
+// (fewer than n_split_of's, so the planned workspace holds them; an empty span is one split that
+// writes zeros). False: nothing launched.
+static_assert(kTile * kSplitTiles <= kMmaSplitKeys, "the workspace (n_split_of) holds the tensor-core splits");
 bool split_mma(const Ctx& ctx, Tensor& dst, AttnArgs a) {
-  if (!flash_attn_mma_fits(dst)) return false;
-  a.n_split = mm::ceil_div<int64_t>(a.k.ne[2], kMmaSplitKeys);
-  if (!flash_attn_mma(ctx, dst, a.n_split, a.part)) return false;
+  if (a.q.ne[2] > kSplitMaxRows || !flash_attn_mma_fits(dst)) return false;
+  a.n_split = std::max<int64_t>(1, mm::ceil_div<int64_t>(a.k.ne[2], kMmaSplitKeys));
+  if (a.n_split > 65535 || !flash_attn_mma(ctx, dst, a.n_split, a.part)) return false;  // grid z
   if (a.n_split > 1) launch_merge(ctx, a);
   return true;
 }
