@@ -14,8 +14,7 @@
 
 #include "ggml-lite/context.h"
 #include "ggml-lite/cpu.h"
-#include "ggml-lite/executor.h"
-#include "ggml-lite/ops.h"
+#include "ops/attn_graph.h"
 
 namespace gl::test {
 namespace {
@@ -39,37 +38,8 @@ std::vector<float> f16_exact(int64_t n, uint32_t seed) {
 // FLASH_ATTN at EXACT on a 2-thread CPU backend with K and V stored as kv_type.
 std::vector<float> attend(const Shape& s, DType kv_type, const std::vector<float>& q, const std::vector<float>& k,
                           const std::vector<float>& v, const std::vector<float>& mask) {
-  Context ctx;
-  Tensor* qt = ctx.new_tensor(DType::F32, {s.dk, s.heads, s.tokens}, "q");
-  Tensor* kt = ctx.new_tensor(kv_type, {s.dk, s.kv_heads, s.keys}, "k");
-  Tensor* vt = ctx.new_tensor(kv_type, {s.dk, s.kv_heads, s.keys}, "v");
-  Tensor* mt = ctx.new_tensor(DType::F32, {s.keys, s.tokens}, "mask");
-  for (Tensor* t : {qt, kt, vt, mt}) t->flags |= TENSOR_INPUT;
-  Tensor* o = flash_attn(ctx, qt, kt, vt, mt, 1.0f / std::sqrt(static_cast<float>(s.dk)));
-  Graph g = Graph::build({o});
   auto be = cpu::make_backend({.n_threads = 2});
-  Executor ex({be.get()});
-  std::vector<float> out;
-  if (Status st = ex.allocate(g); !st) {
-    ADD_FAILURE() << "allocate: " << st.error();
-    return out;
-  }
-  auto put = [&](Tensor* t, const std::vector<float>& x) {
-    std::vector<char> bytes(nbytes(*t));
-    from_float(t->type, x.data(), bytes.data(), static_cast<int64_t>(x.size()));
-    ex.set_input(*t, bytes.data());
-  };
-  ex.set_input(*qt, q.data());
-  put(kt, k);
-  put(vt, v);
-  ex.set_input(*mt, mask.data());
-  if (Status st = ex.compute(g); !st) {
-    ADD_FAILURE() << "compute: " << st.error();
-    return out;
-  }
-  out.resize(static_cast<size_t>(s.dk * s.heads * s.tokens));
-  ex.get_output(*o, out.data());
-  return out;
+  return test::attend(*be, {s.dk, s.heads, s.kv_heads, s.tokens, s.keys}, kv_type, q, k, v, mask);
 }
 
 class AttnExact : public ::testing::TestWithParam<Shape> {};

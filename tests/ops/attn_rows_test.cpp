@@ -14,9 +14,7 @@
 #include <vector>
 
 #include "common/backends.h"
-#include "ggml-lite/context.h"
-#include "ggml-lite/executor.h"
-#include "ggml-lite/ops.h"
+#include "ops/attn_graph.h"
 #include "ops/matmul_product.h"
 
 namespace gl::test {
@@ -52,41 +50,13 @@ struct Run {
 // flash_attn of q [d, heads, n] over `keys` keys on the run's backend.
 std::vector<float> attend(const Run& run, const Shape& s, int64_t keys, int64_t n, const std::vector<float>& q,
                           const std::vector<float>& k, const std::vector<float>& v, const std::vector<float>& mask) {
-  Context ctx;
-  Tensor* qt = ctx.new_tensor(DType::F32, {s.d, s.heads, n}, "q");
-  Tensor* kt = ctx.new_tensor(run.kv_type, {s.d, s.kv_heads, keys}, "k");
-  Tensor* vt = ctx.new_tensor(run.kv_type, {s.d, s.kv_heads, keys}, "v");
-  Tensor* mt = ctx.new_tensor(DType::F32, {keys, n}, "mask");
-  for (Tensor* t : {qt, kt, vt, mt}) t->flags |= TENSOR_INPUT;
-  Tensor* o = flash_attn(ctx, qt, kt, vt, mt, 1.0f / std::sqrt(static_cast<float>(s.d)));
-  Graph g = Graph::build({o});
   std::unique_ptr<Backend> be = make_test_backend(run.backend);
   if (!be) {
     ADD_FAILURE() << "backend " << run.backend << " is not available";
     return {};
   }
   be->set_precision(run.precision);
-  Executor ex({be.get()});
-  if (Status st = ex.allocate(g); !st) {
-    ADD_FAILURE() << "allocate: " << st.error();
-    return {};
-  }
-  auto put = [&](Tensor* t, const std::vector<float>& x) {
-    std::vector<char> bytes(nbytes(*t));
-    from_float(t->type, x.data(), bytes.data(), static_cast<int64_t>(x.size()));
-    ex.set_input(*t, bytes.data());
-  };
-  ex.set_input(*qt, q.data());
-  put(kt, k);
-  put(vt, v);
-  ex.set_input(*mt, mask.data());
-  if (Status st = ex.compute(g); !st) {
-    ADD_FAILURE() << "compute: " << st.error();
-    return {};
-  }
-  std::vector<float> out(static_cast<size_t>(s.d * s.heads * n));
-  ex.get_output(*o, out.data());
-  return out;
+  return test::attend(*be, {s.d, s.heads, s.kv_heads, n, keys}, run.kv_type, q, k, v, mask);
 }
 
 using Param = std::tuple<Run, Shape>;
